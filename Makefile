@@ -1,0 +1,34 @@
+# Two commands for a fresh machine with python3 and make: `make demo`, `make test`.
+# Each creates .venv and installs the package with its dev extras when missing.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export KERAS_BACKEND ?= tensorflow
+
+.PHONY: demo test lint format clean
+
+$(INSTALLED): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	touch $(INSTALLED)
+
+demo: $(INSTALLED)
+	$(PY) examples/static_arithmetic.py
+
+test: $(INSTALLED)
+	$(PY) -m pytest
+
+lint: $(INSTALLED)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(INSTALLED)
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -1,0 +1,198 @@
+"""The paper's static arithmetic task (Trask et al. 2018, Section 4.1, Appendix B).
+
+x in R^100; a and b are the sums of two fixed random slices of x; the target is
+op(a, b). A two-layer NALU (hidden size 2) and a ReLU6 MLP (hidden size 2) train
+on fresh batches from U[1, 2] and are tested on U[1, 2] (interpolation) and on
+U[2, 6] (extrapolation). Errors are on the paper's scale: test MSE relative to a
+randomly initialized model of the same architecture, x100 (0 is exact, 100 is
+no better than random). The NALU is then exported as a TensorFlow SavedModel,
+reloaded and served.
+
+    python examples/static_arithmetic.py                 # the `make demo` run
+    python examples/static_arithmetic.py --operation add --steps 20000
+"""
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_nalu import NALU, export_saved_model  # noqa: E402
+from keras_nalu.tasks import (  # noqa: E402
+    OPERATIONS,
+    StaticArithmetic,
+    mean_squared_error,
+    paper_scale,
+)
+
+# Table 1 of the paper (static task): (interpolation, extrapolation).
+PAPER_TABLE_1 = {
+    "ReLU6 MLP": {
+        "add": (0.2, 42.6), "sub": (0.0, 29.0), "mul": (3.2, 10.1),
+        "div": (4.2, 37.2), "square": (0.7, 47.0), "sqrt": (0.5, 10.3),
+    },
+    "NALU-NALU": {
+        "add": (0.0, 0.0), "sub": (0.0, 0.0), "mul": (0.0, 0.0),
+        "div": (5.3, 0.7), "square": (0.0, 0.0), "sqrt": (0.0, 0.0),
+    },
+}  # fmt: skip
+
+SYMBOLS = {
+    "add": "a+b", "sub": "a-b", "mul": "a*b",
+    "div": "a/b", "square": "a^2", "sqrt": "sqrt(a)",
+}  # fmt: skip
+
+
+MODEL_KEYS = {"relu6": "ReLU6 MLP", "nalu": "NALU-NALU"}
+
+
+def build_models(input_size):
+    """The two architectures of the demo, each with hidden size 2."""
+    return {
+        "ReLU6 MLP": lambda: keras.Sequential(
+            [
+                keras.Input((input_size,), name="x"),
+                keras.layers.Dense(2, activation="relu6"),
+                keras.layers.Dense(1),
+            ],
+            name="relu6_mlp",
+        ),
+        "NALU-NALU": lambda: keras.Sequential(
+            [keras.Input((input_size,), name="x"), NALU(2), NALU(1)],
+            name="nalu_nalu",
+        ),
+    }
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--operation", default="mul", choices=sorted(OPERATIONS))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=50_000)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--learning-rate", type=float, default=1e-2)
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=list(MODEL_KEYS),
+        choices=list(MODEL_KEYS),
+        help="which models to train (default: both)",
+    )
+    parser.add_argument("--eval-size", type=int, default=10_000)
+    parser.add_argument(
+        "--export-dir",
+        default=None,
+        help="where to export the NALU (default saved_models/static_arithmetic_OP)",
+    )
+    args = parser.parse_args(argv)
+    for name in ("steps", "batch_size", "eval_size"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    if not args.learning_rate > 0:
+        parser.error("--learning-rate must be greater than 0")
+    return args
+
+
+def train(model, task, args):
+    """Trains on `args.steps` fresh batches, shown as 10 epochs of progress."""
+    epochs = min(10, args.steps)
+    model.compile(
+        optimizer=keras.optimizers.Adam(args.learning_rate),
+        loss="mse",
+        steps_per_execution=min(100, args.steps // epochs),
+    )
+    start = time.perf_counter()
+    history = model.fit(
+        task.training_batches(args.batch_size, args.steps, seed=args.seed),
+        epochs=epochs,
+        steps_per_epoch=args.steps // epochs,
+        callbacks=[keras.callbacks.TerminateOnNaN()],
+        verbose=1 if sys.stdout.isatty() else 2,
+    )
+    seconds = time.perf_counter() - start
+    diverged = not np.isfinite(history.history["loss"][-1])
+    return seconds, diverged
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    task = StaticArithmetic(args.operation, seed=args.seed)
+    test_sets = {
+        split: task.sample(args.eval_size, split, seed=(args.seed, 10**9 + i))
+        for i, split in enumerate(("interpolation", "extrapolation"))
+    }
+    symbol = SYMBOLS[args.operation]
+    print(
+        f"Static task y = {symbol}: x in R^{task.input_size}, "
+        f"a = sum(x[{task.a_slice.start}:{task.a_slice.stop}]), "
+        f"b = sum(x[{task.b_slice.start}:{task.b_slice.stop}]); train and "
+        f"interpolate on U{list(task.interpolation_range)}, extrapolate on "
+        f"U{list(task.extrapolation_range)}; {args.steps} steps of "
+        f"{args.batch_size} fresh examples, Adam lr {args.learning_rate:g}, "
+        f"seed {args.seed}.\n"
+    )
+
+    rows, trained = [], {}
+    chosen = [MODEL_KEYS[key] for key in args.models]
+    for name, build in build_models(task.input_size).items():
+        if name not in chosen:
+            continue
+        keras.utils.set_random_seed(args.seed)  # each model's own, repeatable init
+        model, random_model = build(), build()
+        print(f"Training {name}")
+        seconds, diverged = train(model, task, args)
+        errors = []
+        for x, y in test_sets.values():
+            mse = mean_squared_error(y, model.predict(x, batch_size=2048, verbose=0))
+            random_mse = mean_squared_error(
+                y, random_model.predict(x, batch_size=2048, verbose=0)
+            )
+            errors.append(paper_scale(mse, random_mse))
+        rows.append((name, errors, seconds, diverged))
+        trained[name] = model
+
+    print(f"\nTest error for y = {symbol}, relative to a randomly initialized model")
+    print("x100 (0 is exact, 100 is random; Table 1 of the paper beside it)\n")
+    print("| model     | interpolation | extrapolation | paper I / E | train s |")
+    print("|-----------|---------------|---------------|-------------|---------|")
+    for name, (interp, extrap), seconds, diverged in rows:
+        paper = "{:.1f} / {:.1f}".format(*PAPER_TABLE_1[name][args.operation])
+        note = " (diverged)" if diverged else ""
+        print(
+            f"| {name} | {interp:13.4g} | {extrap:13.4g} | {paper:>11} | "
+            f"{seconds:7.1f} |{note}"
+        )
+
+    if "NALU-NALU" not in trained:
+        return
+    export_dir = args.export_dir or os.path.join(
+        "saved_models", f"static_arithmetic_{args.operation}"
+    )
+    x_extrap, y_extrap = test_sets["extrapolation"]
+    path = export_saved_model(trained["NALU-NALU"], export_dir, x_extrap[:8])
+    print(f"\nExported the NALU to {path}/ (verified against the Keras model).")
+
+    import tensorflow as tf
+
+    reloaded = tf.saved_model.load(str(path))  # keep it referenced while serving
+    served = reloaded.serve(x_extrap[:3])
+    print(f"Served by tf.saved_model.load('{path}').serve(x), on extrapolation inputs:")
+    a = x_extrap[:3, task.a_slice].sum(axis=1)
+    b = x_extrap[:3, task.b_slice].sum(axis=1)
+    for i, prediction in enumerate(np.asarray(served)[:, 0]):
+        exact = float(y_extrap[i, 0])
+        print(
+            f"  a = {a[i]:8.3f}, b = {b[i]:8.3f}: served {prediction:12.4f}, "
+            f"exact {symbol} = {exact:12.4f} (relative error "
+            f"{abs(prediction - exact) / abs(exact):.1e})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Export a Keras model as a TensorFlow SavedModel, verified before it lands."""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import keras
+import numpy as np
+
+_SAVED_MODEL_FILE = "saved_model.pb"
+
+
+def export_saved_model(
+    model, path, sample_input=None, *, overwrite=True, rtol=1e-5, atol=1e-6
+):
+    """Exports `model` as a TensorFlow SavedModel at `path`, or leaves all as it was.
+
+    The model is written with `model.export(format="tf_saved_model")` into a
+    staging folder beside `path`, loaded back with `tf.saved_model.load`, and
+    served on `sample_input` (and on its first row alone, a batch of one).
+    Only when the served outputs match the in-memory model's within
+    `rtol`/`atol` is the folder moved to `path`. On any failure the staging
+    folder is removed and a model already at `path` is untouched; a model
+    already at `path` is replaced only by a verified one.
+
+    The SavedModel needs neither Keras nor `keras_nalu` to serve: its
+    `serve` endpoint (also the `serving_default` signature, for
+    `saved_model_cli` and TF Serving) takes a batch of any size.
+
+    Args:
+        model: A built `keras.Model`.
+        path: Folder to write. Its parent folders are created.
+        sample_input: Input to verify the export on, as `model(sample_input)`
+            takes it, with a batch axis of at least 1. Defaults to standard
+            normal values of shape `model.inputs` with a batch of 8, which
+            needs every non-batch dimension to be known.
+        overwrite: Whether a SavedModel already at `path` may be replaced.
+        rtol, atol: Tolerances of the check of served against Keras outputs.
+
+    Returns:
+        The `pathlib.Path` of the exported SavedModel.
+
+    Example:
+
+    >>> import tempfile, keras, numpy as np
+    >>> import tensorflow as tf
+    >>> from keras_nalu import NALU, export_saved_model
+    >>> model = keras.Sequential([keras.Input((3,)), NALU(1)])
+    >>> path = export_saved_model(model, tempfile.mkdtemp() + "/nalu")
+    >>> served = tf.saved_model.load(str(path))
+    >>> served.serve(np.ones((5, 3), "float32")).shape
+    TensorShape([5, 1])
+    """
+    if not isinstance(model, keras.Model):
+        raise ValueError(
+            "Received an invalid value for `model`, expected a keras.Model. "
+            f"Received: model={model!r}"
+        )
+    if not model.built:
+        raise ValueError(
+            "Received an invalid value for `model`, expected a built model: "
+            "call it on data or give it an `Input` first. "
+            f"Received: model={model.name!r} (not built)"
+        )
+    path = _check_target(path, overwrite)
+    if sample_input is None:
+        sample_input = _default_sample(model)
+    samples = [sample_input, keras.tree.map_structure(lambda a: a[:1], sample_input)]
+    expected = [_to_numpy(model(sample, training=False)) for sample in samples]
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.partial-", dir=path.parent))
+    try:
+        exported = staging / path.name
+        model.export(str(exported), format="tf_saved_model", verbose=False)
+        _verify(exported, samples, expected, rtol, atol)
+        _move_into_place(exported, path, staging / "previous")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path
+
+
+def _check_target(path, overwrite):
+    try:
+        path = Path(os.fspath(path))
+    except TypeError:
+        raise ValueError(
+            "Received an invalid value for `path`, expected a str or "
+            f"os.PathLike folder name. Received: path={path!r}"
+        ) from None
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(
+                "Received an invalid value for `path`, expected a folder to "
+                f"write a SavedModel in, but it is an existing file. "
+                f"Received: path='{path}'"
+            )
+        if not (path / _SAVED_MODEL_FILE).is_file() and any(path.iterdir()):
+            raise ValueError(
+                "Received an invalid value for `path`, expected a new folder, "
+                "an empty one or an existing SavedModel; it holds other files, "
+                f"which will not be replaced. Received: path='{path}'"
+            )
+        if not overwrite and (path / _SAVED_MODEL_FILE).is_file():
+            raise FileExistsError(
+                f"A SavedModel already exists at path='{path}' and overwrite=False."
+            )
+    return path
+
+
+def _default_sample(model):
+    rng = np.random.default_rng(0)
+    samples = []
+    for tensor in model.inputs:
+        shape = tuple(tensor.shape)
+        if any(dim is None for dim in shape[1:]):
+            raise ValueError(
+                "Received sample_input=None, expected an input to check the "
+                f"export on: the model's input shape {shape} has unknown "
+                "dimensions besides the batch. Pass `sample_input`."
+            )
+        samples.append(rng.standard_normal((8,) + shape[1:]).astype(tensor.dtype))
+    return samples[0] if len(samples) == 1 else samples
+
+
+def _to_numpy(outputs):
+    return [keras.ops.convert_to_numpy(t) for t in keras.tree.flatten(outputs)]
+
+
+def _verify(exported, samples, expected, rtol, atol):
+    import tensorflow as tf
+
+    served = tf.saved_model.load(str(exported))
+    for sample, want in zip(samples, expected, strict=True):
+        got = _to_numpy(served.serve(sample))
+        batch = want[0].shape[0]
+        for got_tensor, want_tensor in zip(got, want, strict=True):
+            if got_tensor.shape != want_tensor.shape or not np.allclose(
+                got_tensor, want_tensor, rtol=rtol, atol=atol, equal_nan=True
+            ):
+                raise RuntimeError(
+                    "The exported SavedModel does not reproduce the model on a "
+                    f"batch of {batch}: it served shape {got_tensor.shape} "
+                    f"where the model gave {want_tensor.shape}, max abs "
+                    f"difference {_max_difference(got_tensor, want_tensor)}. "
+                    "Nothing was written."
+                )
+
+
+def _max_difference(got, want):
+    if got.shape != want.shape:
+        return "n/a"
+    return float(np.nanmax(np.abs(got.astype("float64") - want)))
+
+
+def _move_into_place(exported, path, backup):
+    """Renames `exported` to `path`, keeping what was at `path` until it lands."""
+    had_previous = path.exists()
+    if had_previous:
+        os.rename(path, backup)
+    try:
+        os.rename(exported, path)
+    except BaseException:
+        if had_previous:
+            os.rename(backup, path)
+        raise

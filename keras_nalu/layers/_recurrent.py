@@ -1,0 +1,42 @@
+"""What turns a NAC-family layer into a Keras RNN cell."""
+
+import keras
+from keras import ops
+
+from keras_nalu.layers import _validation
+
+
+class RecurrentCellMixin:
+    """`h_t = Unit([x_t, h_{t-1}])`: the unit applied to the input and state.
+
+    Mixed in before a NAC-family layer, whose weights then have shape
+    `(input_dim + units, units)`: the first `input_dim` rows read `x_t`, the
+    last `units` rows read `h_{t-1}`. The output is `h_t`; the initial state
+    is zeros. Follows Keras's RNN cell contract (`state_size`, `output_size`,
+    `call(inputs, states, training)`, `get_initial_state(batch_size)`).
+    """
+
+    @property
+    def state_size(self):
+        return self.units
+
+    @property
+    def output_size(self):
+        return self.units
+
+    def build(self, input_shape):
+        input_dim = _validation.feature_dim(self, input_shape)
+        super().build(tuple(input_shape)[:-1] + (input_dim + self.units,))
+        self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
+
+    def call(self, inputs, states, training=False):
+        previous = states[0] if isinstance(states, (list, tuple)) else states
+        inputs = self._cast_inputs(inputs)
+        output = super().call(ops.concatenate([inputs, previous], axis=-1))
+        return output, [output]
+
+    def get_initial_state(self, batch_size=None):
+        return [ops.zeros((batch_size, self.units), dtype=self.compute_dtype)]
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)[:-1] + (self.units,)

@@ -1,0 +1,145 @@
+import keras
+from keras import ops
+
+from keras_nalu import ops as nalu_ops
+from keras_nalu.layers import _validation
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class NAC(keras.layers.Layer):
+    """Neural accumulator: a linear layer biased to add and subtract inputs.
+
+    `y = x @ W` with `W = tanh(w_hat) * sigmoid(m_hat)`, no bias and no
+    activation. The elements of `W` lie in `[-1, 1]` and saturate at -1, 0
+    and 1, so a trained NAC sums and subtracts inputs without rescaling them,
+    and what it learned on small numbers holds on large ones.
+
+    Args:
+        units: Positive integer, dimensionality of the output space.
+        w_hat_initializer: Initializer for the `w_hat` weights.
+        m_hat_initializer: Initializer for the `m_hat` weights.
+        w_hat_regularizer: Regularizer function applied to `w_hat`.
+        m_hat_regularizer: Regularizer function applied to `m_hat`.
+        w_hat_constraint: Constraint function applied to `w_hat`.
+        m_hat_constraint: Constraint function applied to `m_hat`.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: A tensor of rank >= 2. Integer inputs are cast to the
+            layer's compute dtype.
+
+    Input shape:
+        N-D tensor with shape `(batch_size, ..., input_dim)`.
+
+    Output shape:
+        N-D tensor with shape `(batch_size, ..., units)`.
+
+    Attributes:
+        w_hat, m_hat: The trainable weights, of shape `(input_dim, units)`.
+        effective_kernel: The matrix `W` the layer applies (read-only).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras
+    >>> from keras_nalu import NAC
+    >>> layer = NAC(1, w_hat_initializer=keras.initializers.Constant(20.0),
+    ...             m_hat_initializer=keras.initializers.Constant(20.0))
+    >>> tuple(layer(np.array([[1.0, 2.0, 3.0]])).shape)
+    (1, 1)
+    >>> keras.ops.convert_to_numpy(layer.effective_kernel).ravel().tolist()
+    [1.0, 1.0, 1.0]
+
+    Reference:
+        Trask et al., 2018, "Neural Arithmetic Logic Units",
+        https://arxiv.org/abs/1808.00508
+    """
+
+    def __init__(
+        self,
+        units,
+        w_hat_initializer="glorot_uniform",
+        m_hat_initializer="glorot_uniform",
+        w_hat_regularizer=None,
+        m_hat_regularizer=None,
+        w_hat_constraint=None,
+        m_hat_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = _validation.positive_int("units", units)
+        self._set_weight_arguments(
+            w_hat=(w_hat_initializer, w_hat_regularizer, w_hat_constraint),
+            m_hat=(m_hat_initializer, m_hat_regularizer, m_hat_constraint),
+        )
+
+    # Each weight `name` has the arguments `{name}_initializer`,
+    # `{name}_regularizer` and `{name}_constraint`; these helpers set them,
+    # create the weight from them and serialize them.
+    _KINDS = (
+        ("initializer", keras.initializers),
+        ("regularizer", keras.regularizers),
+        ("constraint", keras.constraints),
+    )
+
+    def _set_weight_arguments(self, **arguments):
+        for name, values in arguments.items():
+            for (kind, module), value in zip(self._KINDS, values, strict=True):
+                setattr(self, f"{name}_{kind}", module.get(value))
+
+    def _add_weight_from_arguments(self, name, input_dim, arguments=None):
+        """Adds weight `name` of shape `(input_dim, units)`, set up by the
+        arguments `{arguments}_initializer` etc. (`arguments` defaults to `name`).
+        """
+        arguments = arguments or name
+        return self.add_weight(
+            name=name,
+            shape=(input_dim, self.units),
+            initializer=getattr(self, f"{arguments}_initializer"),
+            regularizer=getattr(self, f"{arguments}_regularizer"),
+            constraint=getattr(self, f"{arguments}_constraint"),
+        )
+
+    def _weight_arguments_config(self, *names):
+        return {
+            f"{name}_{kind}": module.serialize(getattr(self, f"{name}_{kind}"))
+            for kind, module in self._KINDS
+            for name in names
+        }
+
+    def build(self, input_shape):
+        input_dim = _validation.feature_dim(self, input_shape)
+        self.w_hat = self._add_weight_from_arguments("w_hat", input_dim)
+        self.m_hat = self._add_weight_from_arguments("m_hat", input_dim)
+        self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
+
+    @property
+    def effective_kernel(self):
+        """The matrix `W = tanh(w_hat) * sigmoid(m_hat)`, shape `(in, units)`."""
+        self._check_built("effective_kernel")
+        return nalu_ops.nac_weight(self.w_hat, self.m_hat)
+
+    def _check_built(self, what):
+        if not self.built:
+            raise ValueError(
+                f"`{what}` of {type(self).__name__} layer '{self.name}' is not "
+                "available before the layer is built: call the layer on an "
+                "input, or call `build(input_shape)`, first."
+            )
+
+    def _cast_inputs(self, inputs):
+        # Keras casts floating inputs to the compute dtype; integers come here.
+        return ops.cast(inputs, self.compute_dtype)
+
+    def call(self, inputs):
+        return nalu_ops.nac(self._cast_inputs(inputs), self.effective_kernel)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)[:-1] + (self.units,)
+
+    def get_config(self):
+        config = {
+            "units": self.units,
+            **self._weight_arguments_config("w_hat", "m_hat"),
+        }
+        return {**super().get_config(), **config}

@@ -1,0 +1,44 @@
+import keras
+
+from keras_nalu.layers._recurrent import RecurrentCellMixin
+from keras_nalu.layers.nac import NAC
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class NACCell(RecurrentCellMixin, NAC):
+    """Recurrent NAC cell for `keras.layers.RNN`: `h_t = NAC([x_t, h_{t-1}])`.
+
+    `h_t = [x_t, h_{t-1}] @ W` with `W = tanh(w_hat) * sigmoid(m_hat)`, the
+    output is `h_t` and the initial state is zeros. With `W = 1` on an input
+    and on the state, the cell keeps an exact running sum over any length.
+
+    Args:
+        units: Positive integer, dimensionality of the output and state.
+        w_hat_initializer, m_hat_initializer, w_hat_regularizer,
+        m_hat_regularizer, w_hat_constraint, m_hat_constraint: As for
+            `keras_nalu.NAC`.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: A 2D tensor `(batch_size, input_dim)`, the step's input `x_t`.
+        states: A list with one tensor `(batch_size, units)`, `h_{t-1}`.
+        training: Unused; accepted for the RNN cell contract.
+
+    Attributes:
+        w_hat, m_hat: Trainable weights of shape `(input_dim + units, units)`;
+            the first `input_dim` rows read `x_t`, the rest read `h_{t-1}`.
+        effective_kernel: The matrix `W` the cell applies (read-only).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras
+    >>> from keras_nalu import NACCell
+    >>> rnn = keras.layers.RNN(NACCell(2), return_sequences=True)
+    >>> tuple(rnn(np.ones((3, 10, 4))).shape)
+    (3, 10, 2)
+
+    Reference:
+        Trask et al., 2018, "Neural Arithmetic Logic Units",
+        https://arxiv.org/abs/1808.00508
+    """

@@ -1,0 +1,162 @@
+import keras
+
+from keras_nalu import ops as nalu_ops
+from keras_nalu.layers import _validation
+from keras_nalu.layers.nac import NAC
+
+_HALF_PRECISION = ("float16", "bfloat16")
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class NALU(NAC):
+    """Neural arithmetic logic unit: learns +, -, *, / and powers of inputs.
+
+    `y = g * a + (1 - g) * m` with `a = x @ W` (a NAC),
+    `m = exp(log(|x| + epsilon) @ W)` (a NAC in log space, which multiplies,
+    divides and raises to powers), `g = sigmoid(x @ G)` (a learned gate) and
+    `W = tanh(w_hat) * sigmoid(m_hat)`.
+
+    With `tied_weights=True` (the paper) one `W` serves both paths. With
+    `tied_weights=False` the multiplicative path has its own
+    `W_mul = tanh(mul_w_hat) * sigmoid(mul_m_hat)`.
+
+    Numerics: `log(0)` is guarded by `epsilon`. The output is `inf` only where
+    the true value exceeds the largest float32, and a closed gate over an
+    overflowing product returns the additive path, not NaN (see
+    `keras_nalu.ops.nalu`). Products outgrow float16 quickly (its largest value
+    is 65504), so under a `float16` or `bfloat16` policy, including
+    `"mixed_float16"`, the layer keeps its weights and all of its math in
+    float32 and returns float32.
+
+    Args:
+        units: Positive integer, dimensionality of the output space.
+        epsilon: Positive float added to `|x|` before the logarithm.
+        tied_weights: Whether the additive and multiplicative paths share `W`.
+        w_hat_initializer: Initializer for `w_hat`.
+        m_hat_initializer: Initializer for `m_hat`.
+        gate_initializer: Initializer for `gate_kernel`.
+        mul_w_hat_initializer, mul_m_hat_initializer: Initializers for
+            `mul_w_hat` and `mul_m_hat` (used with `tied_weights=False`).
+        w_hat_regularizer, m_hat_regularizer, gate_regularizer,
+        mul_w_hat_regularizer, mul_m_hat_regularizer: Regularizers for the
+            weights of the same names.
+        w_hat_constraint, m_hat_constraint, gate_constraint,
+        mul_w_hat_constraint, mul_m_hat_constraint: Constraints for the
+            weights of the same names.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: A tensor of rank >= 2. Integer inputs are cast to float.
+
+    Input shape:
+        N-D tensor with shape `(batch_size, ..., input_dim)`.
+
+    Output shape:
+        N-D tensor with shape `(batch_size, ..., units)`.
+
+    Attributes:
+        w_hat, m_hat, gate_kernel: Trainable weights, `(input_dim, units)`.
+        mul_w_hat, mul_m_hat: Weights of the multiplicative path, only with
+            `tied_weights=False`.
+        effective_kernel: `W` of the additive path (read-only).
+        effective_mul_kernel: `W` of the multiplicative path (read-only).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras
+    >>> from keras_nalu import NALU
+    >>> model = keras.Sequential([keras.Input((100,)), NALU(2), NALU(1)])
+    >>> model.compile(optimizer="adam", loss="mse")
+    >>> tuple(model(np.ones((4, 100))).shape)
+    (4, 1)
+
+    Reference:
+        Trask et al., 2018, "Neural Arithmetic Logic Units",
+        https://arxiv.org/abs/1808.00508
+    """
+
+    def __init__(
+        self,
+        units,
+        epsilon=nalu_ops.DEFAULT_EPSILON,
+        tied_weights=True,
+        w_hat_initializer="glorot_uniform",
+        m_hat_initializer="glorot_uniform",
+        gate_initializer="glorot_uniform",
+        mul_w_hat_initializer="glorot_uniform",
+        mul_m_hat_initializer="glorot_uniform",
+        w_hat_regularizer=None,
+        m_hat_regularizer=None,
+        gate_regularizer=None,
+        mul_w_hat_regularizer=None,
+        mul_m_hat_regularizer=None,
+        w_hat_constraint=None,
+        m_hat_constraint=None,
+        gate_constraint=None,
+        mul_w_hat_constraint=None,
+        mul_m_hat_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            w_hat_initializer=w_hat_initializer,
+            m_hat_initializer=m_hat_initializer,
+            w_hat_regularizer=w_hat_regularizer,
+            m_hat_regularizer=m_hat_regularizer,
+            w_hat_constraint=w_hat_constraint,
+            m_hat_constraint=m_hat_constraint,
+            **kwargs,
+        )
+        self.epsilon = _validation.positive_float("epsilon", epsilon)
+        self.tied_weights = _validation.boolean("tied_weights", tied_weights)
+        self._set_weight_arguments(
+            gate=(gate_initializer, gate_regularizer, gate_constraint),
+            mul_w_hat=(
+                mul_w_hat_initializer,
+                mul_w_hat_regularizer,
+                mul_w_hat_constraint,
+            ),
+            mul_m_hat=(
+                mul_m_hat_initializer,
+                mul_m_hat_regularizer,
+                mul_m_hat_constraint,
+            ),
+        )
+        if self.compute_dtype in _HALF_PRECISION:
+            self.dtype_policy = "float32"
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        input_dim = self.w_hat.shape[0]
+        self.gate_kernel = self._add_weight_from_arguments(
+            "gate_kernel", input_dim, arguments="gate"
+        )
+        if not self.tied_weights:
+            self.mul_w_hat = self._add_weight_from_arguments("mul_w_hat", input_dim)
+            self.mul_m_hat = self._add_weight_from_arguments("mul_m_hat", input_dim)
+
+    @property
+    def effective_mul_kernel(self):
+        """`W` of the multiplicative path, shape `(input_dim, units)`."""
+        if self.tied_weights:
+            return self.effective_kernel
+        self._check_built("effective_mul_kernel")
+        return nalu_ops.nac_weight(self.mul_w_hat, self.mul_m_hat)
+
+    def call(self, inputs):
+        return nalu_ops.nalu(
+            self._cast_inputs(inputs),
+            self.effective_kernel,
+            self.gate_kernel,
+            mul_w=None if self.tied_weights else self.effective_mul_kernel,
+            epsilon=self.epsilon,
+        )
+
+    def get_config(self):
+        config = {
+            "epsilon": self.epsilon,
+            "tied_weights": self.tied_weights,
+            **self._weight_arguments_config("gate", "mul_w_hat", "mul_m_hat"),
+        }
+        return {**super().get_config(), **config}

@@ -1,0 +1,165 @@
+"""The static arithmetic task of Trask et al. (2018), Section 4.1, Appendix B."""
+
+import keras
+import numpy as np
+
+from keras_nalu.layers import _validation
+
+OPERATIONS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "square": lambda a, b: a * a,
+    "sqrt": lambda a, b: np.sqrt(a),
+}
+
+SPLITS = ("train", "interpolation", "extrapolation")
+
+
+class StaticArithmetic:
+    """Learn `op(a, b)` where `a`, `b` are sums over two fixed slices of `x`.
+
+    `x` has `input_size` elements drawn uniformly from a range; `a` and `b`
+    are the sums of two slices of `subset_ratio * input_size` elements that
+    overlap in `overlap_ratio` of their length. Where the pair of slices
+    starts is drawn once from `seed` and then fixed for every sample of the
+    task, as the paper requires ("random (but consistent) subsections").
+    Defaults follow Madsen & Johansen (2020), who made the paper's protocol
+    precise: 100 inputs, slices of 25 overlapping in 12, training and
+    interpolation on U[1, 2], extrapolation on U[2, 6].
+
+    Args:
+        operation: One of `OPERATIONS`: "add", "sub", "mul", "div",
+            "square" (a^2) or "sqrt" (sqrt(a)).
+        input_size: Length of `x`.
+        subset_ratio: Length of each slice, as a fraction of `input_size`.
+        overlap_ratio: Shared length of the two slices, as a fraction of the
+            slice length.
+        interpolation_range: `(low, high)` of the training and interpolation
+            inputs.
+        extrapolation_range: `(low, high)` of the extrapolation inputs.
+        seed: Fixes the slices.
+
+    Example:
+
+    >>> from keras_nalu.tasks import StaticArithmetic
+    >>> task = StaticArithmetic("mul", seed=0)
+    >>> x, y = task.sample(4, "extrapolation", seed=1)
+    >>> x.shape, y.shape
+    ((4, 100), (4, 1))
+    """
+
+    def __init__(
+        self,
+        operation="mul",
+        input_size=100,
+        subset_ratio=0.25,
+        overlap_ratio=0.5,
+        interpolation_range=(1.0, 2.0),
+        extrapolation_range=(2.0, 6.0),
+        seed=0,
+    ):
+        if operation not in OPERATIONS:
+            raise ValueError(
+                "Received an invalid value for `operation`, expected one of "
+                f"{sorted(OPERATIONS)}. Received: operation={operation!r}"
+            )
+        self.operation = operation
+        self.input_size = _validation.positive_int("input_size", input_size)
+        self.subset_ratio = _fraction("subset_ratio", subset_ratio, low=0.0)
+        self.overlap_ratio = _fraction("overlap_ratio", overlap_ratio)
+        self.interpolation_range = _range("interpolation_range", interpolation_range)
+        self.extrapolation_range = _range("extrapolation_range", extrapolation_range)
+        self.seed = seed
+
+        subset = max(1, int(self.subset_ratio * self.input_size))
+        overlap = int(self.overlap_ratio * subset)
+        span = 2 * subset - overlap
+        if span > self.input_size:
+            raise ValueError(
+                "Received subset_ratio and overlap_ratio whose two slices need "
+                f"{span} inputs, expected at most input_size={self.input_size}. "
+                f"Received: subset_ratio={subset_ratio}, "
+                f"overlap_ratio={overlap_ratio}"
+            )
+        start = int(np.random.default_rng(seed).integers(0, self.input_size - span + 1))
+        self.a_slice = slice(start, start + subset)
+        self.b_slice = slice(start + subset - overlap, start + span)
+
+    def targets(self, x):
+        """`op(a, b)` for inputs `x` of shape `(..., input_size)`, as `(..., 1)`."""
+        x = np.asarray(x, dtype=np.float64)
+        a = x[..., self.a_slice].sum(axis=-1)
+        b = x[..., self.b_slice].sum(axis=-1)
+        return OPERATIONS[self.operation](a, b)[..., None]
+
+    def sample(self, n, split="train", seed=None):
+        """`n` fresh examples `(x, y)` of a split, float32, reproducible by `seed`.
+
+        "train" and "interpolation" draw from `interpolation_range`,
+        "extrapolation" from `extrapolation_range`.
+        """
+        if split not in SPLITS:
+            raise ValueError(
+                f"Received an invalid value for `split`, expected one of "
+                f"{SPLITS}. Received: split={split!r}"
+            )
+        n = _validation.positive_int("n", n)
+        low, high = (
+            self.extrapolation_range
+            if split == "extrapolation"
+            else self.interpolation_range
+        )
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(low, high, size=(n, self.input_size))
+        return x.astype(np.float32), self.targets(x).astype(np.float32)
+
+    def training_batches(self, batch_size=128, steps=1000, seed=0):
+        """A `keras.utils.PyDataset` of `steps` fresh training batches.
+
+        Batch `i` is drawn from the seed `(seed, i)`, so the stream is the
+        same on every run and in any worker order. Pass it to `model.fit`.
+        """
+        return _FreshBatches(self, batch_size, steps, seed)
+
+
+class _FreshBatches(keras.utils.PyDataset):
+    def __init__(self, task, batch_size, steps, seed):
+        super().__init__()
+        self.task = task
+        self.batch_size = _validation.positive_int("batch_size", batch_size)
+        self.steps = _validation.positive_int("steps", steps)
+        self.seed = seed
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, index):
+        return self.task.sample(self.batch_size, "train", seed=(self.seed, index))
+
+
+def _fraction(name, value, low=None):
+    """`value` as a float in [0, 1], or in (low, 1] when `low` is given."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = ok and (value > low if low is not None else value >= 0) and value <= 1
+    if not ok:
+        bounds = "[0, 1]" if low is None else f"({low:g}, 1]"
+        raise ValueError(
+            f"Received an invalid value for `{name}`, expected a number in "
+            f"{bounds}. Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def _range(name, value):
+    pair = isinstance(value, (tuple, list)) and len(value) == 2
+    pair = pair and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+    )
+    if not pair or not value[0] < value[1]:
+        raise ValueError(
+            f"Received an invalid value for `{name}`, expected a pair "
+            f"(low, high) with low < high. Received: {name}={value!r}"
+        )
+    return (float(value[0]), float(value[1]))

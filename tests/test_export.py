@@ -1,0 +1,249 @@
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+import keras_nalu.export
+from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model
+
+# Run in a fresh interpreter that cannot import keras_nalu: the SavedModel must
+# serve with TensorFlow alone.
+SERVE_SCRIPT = textwrap.dedent(
+    """
+    import sys
+
+    class BlockKerasNalu:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "keras_nalu":
+                raise ImportError("keras_nalu must not be imported when serving")
+
+    sys.meta_path.insert(0, BlockKerasNalu())
+    import numpy as np
+    import tensorflow as tf
+
+    model_dir, inputs, outputs = sys.argv[1:4]
+    loaded = tf.saved_model.load(model_dir)
+    served = {}
+    with np.load(inputs) as data:
+        for key in data.files:
+            served[key] = loaded.serve(tf.constant(data[key])).numpy()
+    assert not any(m.split(".")[0] == "keras_nalu" for m in sys.modules)
+    np.savez(outputs, **served)
+    """
+)
+
+
+def serve_in_fresh_process(model_dir, inputs, tmp_path):
+    """Serves each array of `inputs` in a process without keras_nalu."""
+    script = tmp_path / "serve.py"
+    script.write_text(SERVE_SCRIPT)
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("PYTHONPATH", None)
+    subprocess.run(
+        [sys.executable, str(script), str(model_dir), str(tmp_path / "inputs.npz"),
+         str(tmp_path / "outputs.npz")],
+        check=True, cwd=tmp_path, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    with np.load(tmp_path / "outputs.npz") as outputs:
+        return {key: outputs[key] for key in outputs.files}
+
+
+def static_model():
+    return keras.Sequential(
+        [keras.Input((4,), name="x"), NALU(3), NALU(2, tied_weights=False), NAC(1)]
+    )
+
+
+def recurrent_model():
+    return keras.Sequential(
+        [
+            keras.Input((None, 3), name="x"),
+            keras.layers.RNN(NALUCell(2), return_sequences=True),
+            keras.layers.RNN(NACCell(1)),
+        ]
+    )
+
+
+def predict(model, x):
+    return keras.ops.convert_to_numpy(model(x))
+
+
+def test_static_model_serves_without_keras_nalu_at_any_batch_size(tmp_path):
+    model = static_model()
+    path = export_saved_model(model, tmp_path / "static")
+    assert path == tmp_path / "static" and (path / "saved_model.pb").is_file()
+    rng = np.random.default_rng(0)
+    inputs = {
+        f"batch_{n}": rng.uniform(0.5, 3, (n, 4)).astype("float32") for n in (1, 7, 300)
+    }
+    served = serve_in_fresh_process(path, inputs, tmp_path)
+    for key, x in inputs.items():
+        np.testing.assert_allclose(served[key], predict(model, x), rtol=1e-5, atol=1e-6)
+
+
+def test_recurrent_model_serves_any_batch_and_length(tmp_path):
+    model = recurrent_model()
+    rng = np.random.default_rng(0)
+    sample = rng.uniform(0.5, 1.5, (2, 5, 3)).astype("float32")
+    path = export_saved_model(model, tmp_path / "recurrent", sample)
+    inputs = {
+        "short": rng.uniform(0.5, 1.5, (1, 3, 3)).astype("float32"),
+        "long": rng.uniform(0.5, 1.5, (4, 50, 3)).astype("float32"),
+    }
+    served = serve_in_fresh_process(path, inputs, tmp_path)
+    for key, x in inputs.items():
+        np.testing.assert_allclose(served[key], predict(model, x), rtol=1e-4, atol=1e-5)
+
+
+def test_recurrent_model_without_sample_input_asks_for_one(tmp_path):
+    with pytest.raises(ValueError, match="unknown dimensions.*Pass `sample_input`"):
+        export_saved_model(recurrent_model(), tmp_path / "recurrent")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_saved_model_cli_runs_the_serving_signature(tmp_path):
+    model = static_model()
+    path = export_saved_model(model, tmp_path / "static")
+    cli = Path(sys.executable).with_name("saved_model_cli")
+    if not cli.exists():
+        cli = shutil.which("saved_model_cli")
+    x = np.arange(12, dtype="float32").reshape(3, 4) / 4 + 0.25
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run(
+        [str(cli), "run", "--dir", str(path), "--tag_set", "serve",
+         "--signature_def", "serving_default", "--inputs", f"x={tmp_path / 'x.npy'}",
+         "--outdir", str(tmp_path / "out")],
+        check=True, capture_output=True, text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )  # fmt: skip
+    (output,) = list((tmp_path / "out").glob("*.npy"))
+    np.testing.assert_allclose(np.load(output), predict(model, x), rtol=1e-5, atol=1e-6)
+
+
+def test_replaces_an_existing_saved_model_only_with_a_verified_one(tmp_path):
+    first, second = static_model(), static_model()
+    x = np.ones((2, 4), "float32")
+    path = export_saved_model(first, tmp_path / "model")
+    export_saved_model(second, path)
+    served = serve_in_fresh_process(path, {"x": x}, tmp_path)
+    np.testing.assert_allclose(served["x"], predict(second, x), rtol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "inputs.npz",
+        "model",
+        "outputs.npz",
+        "serve.py",
+    ]
+
+
+def snapshot(folder):
+    return {
+        p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+
+
+def test_failed_verification_leaves_the_previous_model_and_no_partial_files(
+    tmp_path, monkeypatch
+):
+    path = export_saved_model(static_model(), tmp_path / "model")
+    before = snapshot(tmp_path)
+
+    def wrong_outputs(*args, **kwargs):
+        raise RuntimeError("The exported SavedModel does not reproduce the model")
+
+    monkeypatch.setattr(keras_nalu.export, "_verify", wrong_outputs)
+    with pytest.raises(RuntimeError, match="does not reproduce"):
+        export_saved_model(static_model(), path)
+    assert snapshot(tmp_path) == before
+
+
+def test_interrupted_export_leaves_the_previous_model_and_no_partial_files(tmp_path):
+    path = export_saved_model(static_model(), tmp_path / "model")
+    before = snapshot(tmp_path)
+    model = static_model()
+
+    def export_then_crash(filepath, **kwargs):
+        Path(filepath).mkdir()
+        (Path(filepath) / "saved_model.pb").write_bytes(b"half written")
+        raise KeyboardInterrupt
+
+    model.export = export_then_crash
+    with pytest.raises(KeyboardInterrupt):
+        export_saved_model(model, path)
+    assert snapshot(tmp_path) == before
+
+
+def test_mismatching_export_is_detected(tmp_path, monkeypatch):
+    model = static_model()
+    x = np.ones((2, 4), "float32")
+    model(x)
+    real_export = model.export
+
+    def export_other_weights(filepath, **kwargs):
+        original = [w.numpy() for w in model.weights]
+        for w in model.weights:
+            w.assign(w.numpy() + 1.0)
+        try:
+            real_export(filepath, **kwargs)
+        finally:
+            for w, value in zip(model.weights, original, strict=True):
+                w.assign(value)
+
+    model.export = export_other_weights
+    with pytest.raises(RuntimeError, match="does not reproduce the model"):
+        export_saved_model(model, tmp_path / "model", x)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_overwrite_false_keeps_an_existing_model(tmp_path):
+    path = export_saved_model(static_model(), tmp_path / "model")
+    before = snapshot(tmp_path)
+    with pytest.raises(FileExistsError, match="overwrite=False"):
+        export_saved_model(static_model(), path, overwrite=False)
+    assert snapshot(tmp_path) == before
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_saved_model(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="holds other files.*path="):
+        export_saved_model(static_model(), tmp_path / "notes")
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+
+
+def test_refuses_a_path_that_is_a_file(tmp_path):
+    (tmp_path / "model").write_text("data")
+    with pytest.raises(ValueError, match="existing file.*path="):
+        export_saved_model(static_model(), tmp_path / "model")
+
+
+def test_writes_into_an_existing_empty_folder_and_creates_parents(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert (
+        export_saved_model(static_model(), tmp_path / "empty") / "saved_model.pb"
+    ).is_file()
+    deep = export_saved_model(static_model(), str(tmp_path / "a" / "b" / "model"))
+    assert (deep / "saved_model.pb").is_file()
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (NALU(1), "expected a keras.Model"),
+        (keras.Sequential([NALU(1)]), "expected a built model"),
+    ],
+)
+def test_invalid_model_raises(tmp_path, model, message):
+    with pytest.raises(ValueError, match=f"`model`.*{message}"):
+        export_saved_model(model, tmp_path / "model")
+
+
+def test_invalid_path_raises():
+    with pytest.raises(ValueError, match="`path`.*Received: path=3"):
+        export_saved_model(static_model(), 3)

@@ -1,0 +1,97 @@
+import numpy as np
+import pytest
+
+from keras_nalu.tasks import OPERATIONS, StaticArithmetic
+
+
+def test_slices_are_fixed_by_the_seed_and_follow_the_protocol():
+    task = StaticArithmetic("add", seed=3)
+    again = StaticArithmetic("mul", seed=3)
+    assert (task.a_slice, task.b_slice) == (again.a_slice, again.b_slice)
+    a, b = task.a_slice, task.b_slice
+    assert a.stop - a.start == 25 and b.stop - b.start == 25
+    assert a.stop - b.start == 12  # overlap
+    assert 0 <= a.start and b.stop <= 100
+    offsets = {StaticArithmetic(seed=s).a_slice.start for s in range(20)}
+    assert len(offsets) > 5  # the offset is drawn per seed
+
+
+def test_every_sample_of_a_task_uses_the_same_slices():
+    task = StaticArithmetic("add", seed=0)
+    x = np.zeros((1, 100), "float32")
+    x[0, task.a_slice] = 1.0
+    x[0, task.b_slice] += 10.0
+    a, b = 25.0, 250.0  # x[a] = 1, or 11 on the overlap
+    a += 12 * 10.0
+    b += 12 * 1.0
+    np.testing.assert_allclose(task.targets(x), [[a + b]])
+    for seed in range(3):
+        x, y = task.sample(16, "train", seed=seed)
+        np.testing.assert_allclose(
+            y[:, 0],
+            x[:, task.a_slice].sum(1) + x[:, task.b_slice].sum(1),
+            rtol=1e-5,
+        )
+
+
+@pytest.mark.parametrize(
+    "operation, expected",
+    [("add", 5.0), ("sub", -1.0), ("mul", 6.0), ("div", 2 / 3), ("square", 4.0),
+     ("sqrt", np.sqrt(2.0))],
+)  # fmt: skip
+def test_operations_by_hand(operation, expected):
+    task = StaticArithmetic(operation, input_size=4, subset_ratio=0.25, overlap_ratio=0)
+    x = np.zeros((1, 4))
+    x[0, task.a_slice] = 2.0
+    x[0, task.b_slice] = 3.0
+    np.testing.assert_allclose(task.targets(x), [[expected]])
+
+
+def test_extrapolation_inputs_and_sums_lie_outside_the_training_range():
+    task = StaticArithmetic("mul", seed=0)
+    x_train, _ = task.sample(2000, "train", seed=1)
+    x_interp, _ = task.sample(2000, "interpolation", seed=2)
+    x_extrap, _ = task.sample(2000, "extrapolation", seed=3)
+    assert x_train.min() >= 1 and x_train.max() <= 2
+    assert x_interp.min() >= 1 and x_interp.max() <= 2
+    assert x_extrap.min() >= 2 and x_extrap.max() <= 6
+    a_train = x_train[:, task.a_slice].sum(1)
+    a_extrap = x_extrap[:, task.a_slice].sum(1)
+    assert a_extrap.min() > a_train.max()
+
+
+def test_samples_and_batches_are_reproducible_and_fresh():
+    task = StaticArithmetic("mul", seed=0)
+    np.testing.assert_array_equal(task.sample(4, seed=7)[0], task.sample(4, seed=7)[0])
+    batches = task.training_batches(batch_size=8, steps=3, seed=5)
+    assert len(batches) == 3
+    x0, y0 = batches[0]
+    assert x0.shape == (8, 100) and y0.shape == (8, 1) and x0.dtype == np.float32
+    np.testing.assert_array_equal(x0, task.training_batches(8, 3, seed=5)[0][0])
+    assert not np.array_equal(x0, batches[1][0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"operation": "pow"}, "`operation`.*operation='pow'"),
+        ({"input_size": 0}, "`input_size`.*input_size=0"),
+        ({"subset_ratio": 0}, r"`subset_ratio`.*\(0, 1\].*subset_ratio=0"),
+        ({"overlap_ratio": 1.5}, r"`overlap_ratio`.*\[0, 1\].*overlap_ratio=1.5"),
+        ({"subset_ratio": 0.8}, "need 120 inputs.*input_size=100"),
+        ({"interpolation_range": (2, 1)}, "`interpolation_range`.*low < high"),
+        ({"extrapolation_range": "26"}, "`extrapolation_range`.*low < high"),
+    ],
+)
+def test_invalid_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        StaticArithmetic(**kwargs)
+
+
+def test_invalid_split_raises():
+    with pytest.raises(ValueError, match="`split`.*split='test'"):
+        StaticArithmetic().sample(4, "test")
+
+
+def test_operations_are_the_papers_six():
+    assert sorted(OPERATIONS) == ["add", "div", "mul", "sqrt", "square", "sub"]

@@ -5,8 +5,7 @@ import pytest
 from keras_nalu import NAC, NALU, NACCell, NALUCell
 from tests.conftest import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
-from tests.test_nac import INVALID_UNITS
-from tests.test_nalu import FULL_KWARGS
+from tests.test_nalu import FULL_KWARGS, RANDOM_NORMAL_INIT
 from tests.test_ops import np_nac_weight, np_nalu
 
 CELLS = [NACCell, NALUCell]
@@ -68,15 +67,7 @@ def test_nac_cell_keeps_an_exact_running_sum_over_1000_steps():
 
 @pytest.mark.parametrize("tied_weights", [True, False])
 def test_nalu_cell_matches_a_numpy_loop(tied_weights):
-    cell = NALUCell(
-        2,
-        tied_weights=tied_weights,
-        w_hat_initializer="random_normal",
-        m_hat_initializer="random_normal",
-        gate_initializer="random_normal",
-        mul_w_hat_initializer="random_normal",
-        mul_m_hat_initializer="random_normal",
-    )
+    cell = NALUCell(2, tied_weights=tied_weights, **RANDOM_NORMAL_INIT)
     x = np.random.default_rng(0).uniform(0.5, 1.5, size=(4, 5, 3)).astype("float32")
     y = keras.ops.convert_to_numpy(keras.layers.RNN(cell, return_sequences=True)(x))
     np_ = keras.ops.convert_to_numpy
@@ -115,16 +106,3 @@ def test_gradients_reach_every_weight(cell_cls):
     x = np.random.default_rng(0).uniform(0.5, 1.5, size=(2, 4, 3)).astype("float32")
     rnn = keras.layers.RNN(cell_cls(2))
     assert_gradients_reach_every_weight(rnn, x)
-
-
-@pytest.mark.parametrize("cell_cls", CELLS)
-@pytest.mark.parametrize("units", INVALID_UNITS)
-def test_invalid_units_raises(cell_cls, units):
-    with pytest.raises(ValueError, match=f"`units`.*units={units!r}"):
-        cell_cls(units)
-
-
-@pytest.mark.parametrize("cell_cls", CELLS)
-def test_unknown_feature_dimension_raises(cell_cls):
-    with pytest.raises(ValueError, match=r"last dimension.*input_shape=\(None, None\)"):
-        cell_cls(2).build((None, None))

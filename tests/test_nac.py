@@ -2,12 +2,13 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu import NAC
+from keras_nalu import NAC, NALU, NACCell, NALUCell
 from tests.conftest import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
 from tests.test_ops import np_nac_weight
 
 INVALID_UNITS = [0, -1, 2.5, "3", None, True]
+ALL_LAYERS = [NAC, NALU, NACCell, NALUCell]
 
 
 def test_public_api(tmp_path):
@@ -70,24 +71,27 @@ def test_gradients_reach_every_weight():
     assert_gradients_reach_every_weight(NAC(2), np.ones((4, 3), "float32"))
 
 
+@pytest.mark.parametrize("layer_cls", ALL_LAYERS)
 @pytest.mark.parametrize("units", INVALID_UNITS)
-def test_invalid_units_raises(units):
+def test_invalid_units_raises(layer_cls, units):
     with pytest.raises(ValueError, match=f"`units`.*positive integer.*units={units!r}"):
-        NAC(units)
+        layer_cls(units)
 
 
 def test_numpy_integer_units_are_accepted():
     assert NAC(np.int64(3)).units == 3
 
 
-def test_rank_one_input_raises():
+@pytest.mark.parametrize("layer_cls", [NAC, NALU])
+def test_rank_one_input_raises(layer_cls):
     with pytest.raises(ValueError, match=r"rank >= 2.*input_shape=\(3,\)"):
-        NAC(2)(np.ones((3,), "float32"))
+        layer_cls(2)(np.ones((3,), "float32"))
 
 
-def test_unknown_last_dimension_raises():
+@pytest.mark.parametrize("layer_cls", ALL_LAYERS)
+def test_unknown_last_dimension_raises(layer_cls):
     with pytest.raises(ValueError, match=r"last dimension.*input_shape=\(None, None\)"):
-        NAC(2).build((None, None))
+        layer_cls(2).build((None, None))
 
 
 def test_wrong_feature_size_after_build_raises():

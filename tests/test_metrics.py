@@ -1,6 +1,13 @@
 import pytest
 
-from keras_nalu.tasks import mean_squared_error, paper_scale
+from keras_nalu.tasks import (
+    StaticArithmetic,
+    mean_squared_error,
+    paper_scale,
+    sparsity_error,
+    success_threshold,
+    wilson_interval,
+)
 
 
 def test_mean_squared_error_by_hand():
@@ -23,3 +30,58 @@ def test_paper_scale_is_percent_of_random_error():
 def test_paper_scale_rejects_non_positive_random_error(random_error):
     with pytest.raises(ValueError, match="`random_error`"):
         paper_scale(1.0, random_error)
+
+
+# Madsen & Johansen (2020) simulate the threshold with slices of 26 inputs
+# overlapping in 13 (R's inclusive ranges): subset_ratio=0.26 builds the same.
+PUBLISHED_THRESHOLDS = {
+    "add": 1.48e-5,
+    "sub": 1.38e-8,
+    "mul": 0.160,
+    "div": 4.9e-12,
+    "square": 0.159,
+    "sqrt": 9.0e-9,
+}
+
+
+@pytest.mark.parametrize("operation, published", PUBLISHED_THRESHOLDS.items())
+def test_success_threshold_reproduces_the_published_simulation(operation, published):
+    task = StaticArithmetic(operation, subset_ratio=0.26)
+    assert task.a_slice.stop - task.a_slice.start == 26
+    threshold = success_threshold(task, samples=200_000)
+    assert threshold == pytest.approx(published, rel=0.03)
+
+
+def test_success_threshold_follows_the_tasks_own_slices():
+    # Our default slices have 25 inputs: fewer off-slice weights, a larger
+    # threshold for a+b than the published one, computed rather than copied.
+    ours = success_threshold(StaticArithmetic("add"), samples=200_000)
+    assert ours == pytest.approx(1.60e-5, rel=0.03)
+
+
+def test_success_threshold_is_reproducible_by_seed():
+    task = StaticArithmetic("mul")
+    assert success_threshold(task, samples=1000, seed=3) == success_threshold(
+        task, samples=1000, seed=3
+    )
+
+
+@pytest.mark.parametrize(
+    "successes, trials, low, high",
+    [(0, 25, 0.0, 0.1332), (25, 25, 0.8668, 1.0), (5, 10, 0.2366, 0.7634),
+     (14, 100, 0.0853, 0.2214)],
+)  # fmt: skip
+def test_wilson_interval_by_hand(successes, trials, low, high):
+    got = wilson_interval(successes, trials)
+    assert got == pytest.approx((low, high), abs=1e-4)
+
+
+@pytest.mark.parametrize("successes, trials", [(-1, 5), (6, 5), (0, 0)])
+def test_wilson_interval_rejects_invalid_counts(successes, trials):
+    with pytest.raises(ValueError, match=f"successes={successes}, trials={trials}"):
+        wilson_interval(successes, trials)
+
+
+def test_sparsity_error_by_hand():
+    assert sparsity_error([[1.0, -1.0], [0.0, 0.0]]) == 0.0
+    assert sparsity_error([[0.9, -0.02], [0.4, 1.0]]) == pytest.approx(0.4)

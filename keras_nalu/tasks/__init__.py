@@ -1,6 +1,20 @@
 """Data generators and scores for the experiments of Trask et al. (2018)."""
 
-from keras_nalu.tasks.metrics import mean_squared_error, paper_scale
+from keras_nalu.tasks.metrics import (
+    mean_squared_error,
+    paper_scale,
+    sparsity_error,
+    success_threshold,
+    wilson_interval,
+)
 from keras_nalu.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
 
-__all__ = ["OPERATIONS", "StaticArithmetic", "mean_squared_error", "paper_scale"]
+__all__ = [
+    "OPERATIONS",
+    "StaticArithmetic",
+    "mean_squared_error",
+    "paper_scale",
+    "sparsity_error",
+    "success_threshold",
+    "wilson_interval",
+]

@@ -1,6 +1,10 @@
-"""Scores the paper reports."""
+"""Scores: the paper's scale, and the strict success criterion of later work."""
+
+from statistics import NormalDist
 
 import numpy as np
+
+from keras_nalu.tasks.static_arithmetic import OPERATIONS
 
 
 def mean_squared_error(y_true, y_pred):
@@ -29,3 +33,57 @@ def paper_scale(error, random_error):
             f"greater than 0. Received: random_error={random_error!r}"
         )
     return 100.0 * error / random_error
+
+
+def success_threshold(task, epsilon=1e-5, samples=1_000_000, seed=0):
+    """Extrapolation MSE of a near-perfect solution of `task`, by simulation.
+
+    The success criterion of Madsen & Johansen (2020): a run solves the task
+    when its extrapolation MSE is below that of a solution whose first-layer
+    weights are each off by `epsilon` (1 - epsilon on the two slices, epsilon
+    elsewhere), on `samples` inputs drawn from the extrapolation range.
+    The threshold is computed for the task's own slices, not hard-coded.
+
+    Example:
+
+    >>> from keras_nalu.tasks import StaticArithmetic, success_threshold
+    >>> round(success_threshold(StaticArithmetic("mul"), samples=10_000), 2)
+    0.16
+    """
+    epsilon = float(epsilon)
+    exact = np.zeros((task.input_size, 2))
+    exact[task.a_slice, 0] = 1.0
+    exact[task.b_slice, 1] = 1.0
+    perturbed = exact * (1.0 - epsilon) + (1.0 - exact) * epsilon
+    operation = OPERATIONS[task.operation]
+    rng = np.random.default_rng(seed)
+    low, high = task.extrapolation_range
+    total, chunk = 0.0, 100_000
+    for start in range(0, samples, chunk):
+        x = rng.uniform(low, high, size=(min(chunk, samples - start), task.input_size))
+        want = operation(*(x @ exact).T)
+        got = operation(*(x @ perturbed).T)
+        total += float(np.sum(np.square(got - want)))
+    return total / samples
+
+
+def wilson_interval(successes, trials, confidence=0.95):
+    """Wilson score interval `(low, high)` for a success rate `successes/trials`."""
+    if not 0 <= successes <= trials or trials <= 0:
+        raise ValueError(
+            "Received invalid counts, expected 0 <= successes <= trials and "
+            f"trials > 0. Received: successes={successes}, trials={trials}"
+        )
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    center = (p + z * z / (2 * trials)) / denominator
+    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    half /= denominator
+    return max(0.0, float(center - half)), min(1.0, float(center + half))
+
+
+def sparsity_error(w):
+    """`max(min(|W|, |1 - |W||))`: 0 when every weight is -1, 0 or 1."""
+    w = np.abs(np.asarray(w, dtype=np.float64))
+    return float(np.max(np.minimum(w, np.abs(1.0 - w))))

@@ -20,9 +20,12 @@ def export_saved_model(
     staging folder beside `path`, loaded back with `tf.saved_model.load`, and
     served on `sample_input` (and on its first row alone, a batch of one).
     Only when the served outputs match the in-memory model's within
-    `rtol`/`atol` is the folder moved to `path`. On any failure the staging
-    folder is removed and a model already at `path` is untouched; a model
-    already at `path` is replaced only by a verified one.
+    `rtol`/`atol` is the folder moved to `path`. On any failure before that
+    move, the staging folder and any parent folders this call created are
+    removed and a model already at `path` is untouched. A model already at
+    `path` is replaced only by a verified one, by two renames on the same
+    file system: it is moved aside, the new one moved in, and the old one
+    deleted (or moved back if the second rename fails).
 
     The SavedModel needs neither Keras nor `keras_nalu` to serve: its
     `serve` endpoint (also the `serving_default` signature, for
@@ -35,7 +38,8 @@ def export_saved_model(
             takes it, with a batch axis of at least 1. Defaults to standard
             normal values of shape `model.inputs` with a batch of 8, which
             needs every non-batch dimension to be known.
-        overwrite: Whether a SavedModel already at `path` may be replaced.
+        overwrite: Whether a SavedModel already at `path` may be replaced
+            (keyword-only, a bool).
         rtol, atol: Tolerances of the check of served against Keras outputs.
 
     Returns:
@@ -47,9 +51,10 @@ def export_saved_model(
     >>> import tensorflow as tf
     >>> from keras_nalu import NALU, export_saved_model
     >>> model = keras.Sequential([keras.Input((3,)), NALU(1)])
-    >>> path = export_saved_model(model, tempfile.mkdtemp() + "/nalu")
-    >>> served = tf.saved_model.load(str(path))
-    >>> served.serve(np.ones((5, 3), "float32")).shape
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = export_saved_model(model, folder + "/nalu")
+    ...     served = tf.saved_model.load(str(path))
+    ...     served.serve(np.ones((5, 3), "float32")).shape
     TensorShape([5, 1])
     """
     if not isinstance(model, keras.Model):
@@ -63,21 +68,34 @@ def export_saved_model(
             "call it on data or give it an `Input` first. "
             f"Received: model={model.name!r} (not built)"
         )
+    if not isinstance(overwrite, bool):
+        raise ValueError(
+            "Received an invalid value for `overwrite`, expected True or False. "
+            f"Received: overwrite={overwrite!r}"
+        )
     path = _check_target(path, overwrite)
     if sample_input is None:
         sample_input = _default_sample(model)
+    elif len(getattr(model, "inputs", None) or [None]) == 1:
+        sample_input = np.asarray(sample_input)  # e.g. a nested list
     samples = [sample_input, keras.tree.map_structure(lambda a: a[:1], sample_input)]
     expected = [_to_numpy(model(sample, training=False)) for sample in samples]
 
+    created = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.partial-", dir=path.parent))
+    moved = False
     try:
         exported = staging / path.name
         model.export(str(exported), format="tf_saved_model", verbose=False)
         _verify(exported, samples, expected, rtol, atol)
         _move_into_place(exported, path, staging / "previous")
+        moved = True
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if not moved:
+            for folder in created:  # deepest first
+                folder.rmdir()
     return path
 
 

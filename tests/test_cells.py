@@ -53,6 +53,19 @@ def test_cell_contract(cell_cls, layer_cls):
     )
     # The weights read [x_t, h_{t-1}]: input_dim + units rows.
     assert cell.w_hat.shape == (4 + 3, 3)
+    # Symbolic calls return the same structure, as Keras's own cells do.
+    output, (new_state,) = cell_cls(3)(keras.Input((4,)), [keras.Input((3,))])
+    assert tuple(output.shape) == (None, 3) and tuple(new_state.shape) == (None, 3)
+
+
+@pytest.mark.parametrize("cell_cls", CELLS)
+def test_integer_inputs_are_cast_to_float(cell_cls):
+    rnn = keras.layers.RNN(cell_cls(2))
+    x = np.random.default_rng(0).integers(1, 4, size=(2, 5, 3))
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(rnn(x.astype("int32"))),
+        keras.ops.convert_to_numpy(rnn(x.astype("float32"))),
+    )
 
 
 def test_nac_cell_keeps_an_exact_running_sum_over_1000_steps():

@@ -1,4 +1,5 @@
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,15 +13,27 @@ def test_static_arithmetic_demo_trains_prints_and_exports(tmp_path):
     export_dir = tmp_path / "model"
     result = subprocess.run(
         [sys.executable, str(DEMO),
-         "--steps", "200", "--eval-size", "256", "--export-dir", str(export_dir)],
+         "--steps", "200", "--eval-size", "256", "--runs", "1",
+         "--export-dir", str(export_dir)],
         capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
-    assert "| ReLU6 MLP |" in out and "| NALU-NALU |" in out
-    assert "3.2 / 10.1" in out and "0.0 / 0.0" in out  # the paper's a*b row
-    assert out.count("served") >= 3
+    rows = {
+        cells[0]: cells
+        for line in out.splitlines()
+        if line.startswith("| ") and "---" not in line
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert set(rows) == {"model", "ReLU6 MLP", "NALU-NALU"}
+    for name in ("ReLU6 MLP", "NALU-NALU"):
+        interpolation, extrapolation = float(rows[name][1]), float(rows[name][2])
+        assert interpolation >= 0 and extrapolation >= 0  # numbers, not nan
+        assert rows[name][4].endswith("/1")  # --runs 1
+    served = re.findall(r"served +(\S+), exact a\*b = +(\S+)", out)
+    assert len(served) == 3
+    assert all(float(exact) > 0 for _, exact in served)
     reloaded = tf.saved_model.load(str(export_dir))
     assert reloaded.serve(tf.ones((2, 100))).shape == (2, 1)
 

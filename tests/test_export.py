@@ -201,6 +201,44 @@ def test_mismatching_export_is_detected(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_failed_swap_puts_the_previous_model_back(tmp_path, monkeypatch):
+    path = export_saved_model(static_model(), tmp_path / "model")
+    before = snapshot(tmp_path)
+    real_rename, calls = os.rename, []
+
+    def rename_failing_second(source, target):
+        calls.append(target)
+        if len(calls) == 2:  # moving the new model in
+            raise OSError("disk gone")
+        real_rename(source, target)
+
+    monkeypatch.setattr(keras_nalu.export.os, "rename", rename_failing_second)
+    with pytest.raises(OSError, match="disk gone"):
+        export_saved_model(static_model(), path)
+    monkeypatch.undo()
+    assert snapshot(tmp_path) == before
+
+
+def test_failed_export_removes_the_parent_folders_it_created(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        keras_nalu.export, "_verify", lambda *a: (_ for _ in ()).throw(RuntimeError)
+    )
+    with pytest.raises(RuntimeError):
+        export_saved_model(static_model(), tmp_path / "a" / "b" / "model")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_accepts_a_nested_list_as_sample_input(tmp_path):
+    sample = [[0.5, 1.0, 1.5, 2.0], [1.0, 1.0, 1.0, 1.0]]
+    assert export_saved_model(static_model(), tmp_path / "m", sample).exists()
+
+
+@pytest.mark.parametrize("overwrite", ["False", 0, None])
+def test_invalid_overwrite_raises(tmp_path, overwrite):
+    with pytest.raises(ValueError, match="`overwrite`.*True or False"):
+        export_saved_model(static_model(), tmp_path / "m", overwrite=overwrite)
+
+
 def test_overwrite_false_keeps_an_existing_model(tmp_path):
     path = export_saved_model(static_model(), tmp_path / "model")
     before = snapshot(tmp_path)

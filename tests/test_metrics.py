@@ -26,7 +26,7 @@ def test_paper_scale_is_percent_of_random_error():
     assert paper_scale(4.0, 2.0) == pytest.approx(200.0)
 
 
-@pytest.mark.parametrize("random_error", [0.0, -1.0, float("nan")])
+@pytest.mark.parametrize("random_error", [0.0, -1.0, float("nan"), float("inf")])
 def test_paper_scale_rejects_non_positive_random_error(random_error):
     with pytest.raises(ValueError, match="`random_error`"):
         paper_scale(1.0, random_error)

@@ -152,11 +152,18 @@ def test_float32_policy_output_is_finite_near_float32_limit():
 
 
 @pytest.mark.parametrize(
-    "epsilon", [0, -1e-7, float("nan"), float("inf"), "1e-7", None]
+    "epsilon", [0, -1e-7, 1e-46, float("nan"), float("inf"), "1e-7", None]
 )
 def test_invalid_epsilon_raises(epsilon):
     with pytest.raises(ValueError, match=r"`epsilon`.*greater than 0.*epsilon="):
         NALU(1, epsilon=epsilon)
+
+
+def test_numpy_arguments_are_accepted():
+    layer = NALU(np.int32(2), epsilon=np.float32(1e-6), tied_weights=np.False_)
+    assert (layer.units, layer.tied_weights) == (2, False)
+    assert layer.epsilon == pytest.approx(1e-6)
+    assert isinstance(layer.get_config()["tied_weights"], bool)
 
 
 @pytest.mark.parametrize("tied_weights", [1, "yes", None])

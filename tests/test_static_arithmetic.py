@@ -88,6 +88,18 @@ def test_invalid_arguments_raise(kwargs, message):
         StaticArithmetic(**kwargs)
 
 
+def test_numpy_arguments_are_accepted():
+    task = StaticArithmetic(
+        "add",
+        subset_ratio=np.float32(0.25),
+        overlap_ratio=np.float64(0.5),
+        interpolation_range=np.array([1.0, 2.0]),
+        extrapolation_range=(np.float32(2), np.float32(6)),
+    )
+    assert task.interpolation_range == (1.0, 2.0)
+    assert task.extrapolation_range == (2.0, 6.0)
+
+
 def test_invalid_split_raises():
     with pytest.raises(ValueError, match="`split`.*split='test'"):
         StaticArithmetic().sample(4, "test")

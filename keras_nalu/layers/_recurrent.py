@@ -38,5 +38,6 @@ class RecurrentCellMixin:
     def get_initial_state(self, batch_size=None):
         return [ops.zeros((batch_size, self.units), dtype=self.compute_dtype)]
 
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape)[:-1] + (self.units,)
+    def compute_output_shape(self, inputs_shape, states_shape=None):
+        output_shape = tuple(inputs_shape)[:-1] + (self.units,)
+        return output_shape, [output_shape]

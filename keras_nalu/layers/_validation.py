@@ -7,6 +7,8 @@ received, in the words Keras's own layers use.
 import math
 import numbers
 
+import numpy as np
+
 
 def _invalid(name, expected, value):
     return ValueError(
@@ -25,23 +27,27 @@ def positive_int(name, value):
     return int(value)
 
 
+FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32
+
+
 def positive_float(name, value):
-    """Returns `value` as a `float`, or raises if it is not finite and > 0."""
+    """Returns `value` as a `float`, or raises unless it is finite and large
+    enough not to round to 0 in float32 (at least 1.2e-38)."""
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
         or not math.isfinite(value)
-        or value <= 0
+        or value < FLOAT32_TINY
     ):
-        raise _invalid(name, "a finite number greater than 0", value)
+        raise _invalid(name, "a finite number greater than 0 (at least 1.2e-38)", value)
     return float(value)
 
 
 def boolean(name, value):
-    """Returns `value`, or raises if it is not a `bool`."""
-    if not isinstance(value, bool):
+    """Returns `value` as a `bool`, or raises if it is not a Python or NumPy bool."""
+    if not isinstance(value, (bool, np.bool_)):
         raise _invalid(name, "True or False", value)
-    return value
+    return bool(value)
 
 
 def feature_dim(layer, input_shape):

@@ -10,7 +10,8 @@ class NACCell(RecurrentCellMixin, NAC):
 
     `h_t = [x_t, h_{t-1}] @ W` with `W = tanh(w_hat) * sigmoid(m_hat)`, the
     output is `h_t` and the initial state is zeros. With `W = 1` on an input
-    and on the state, the cell keeps an exact running sum over any length.
+    and on the state, the cell keeps a running sum over any length, exact as
+    long as the sums are exact in float32 (integers below 2^24).
 
     Args:
         units: Positive integer, dimensionality of the output and state.

@@ -27,10 +27,10 @@ def paper_scale(error, random_error):
     architecture on the same data: 100 means no better than it, 0 is exact,
     and above 100 is worse than random.
     """
-    if not random_error > 0:
+    if not (np.isfinite(random_error) and random_error > 0):
         raise ValueError(
-            "Received an invalid value for `random_error`, expected a number "
-            f"greater than 0. Received: random_error={random_error!r}"
+            "Received an invalid value for `random_error`, expected a finite "
+            f"number greater than 0. Received: random_error={random_error!r}"
         )
     return 100.0 * error / random_error
 

@@ -1,5 +1,7 @@
 """The static arithmetic task of Trask et al. (2018), Section 4.1, Appendix B."""
 
+import numbers
+
 import keras
 import numpy as np
 
@@ -141,7 +143,7 @@ class _FreshBatches(keras.utils.PyDataset):
 
 def _fraction(name, value, low=None):
     """`value` as a float in [0, 1], or in (low, 1] when `low` is given."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
     ok = ok and (value > low if low is not None else value >= 0) and value <= 1
     if not ok:
         bounds = "[0, 1]" if low is None else f"({low:g}, 1]"
@@ -153,9 +155,10 @@ def _fraction(name, value, low=None):
 
 
 def _range(name, value):
-    pair = isinstance(value, (tuple, list)) and len(value) == 2
+    pair = isinstance(value, (tuple, list, np.ndarray)) and np.shape(value) == (2,)
     pair = pair and all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+        isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+        for v in value
     )
     if not pair or not value[0] < value[1]:
         raise ValueError(

@@ -30,7 +30,7 @@ def test_static_arithmetic_demo_trains_prints_and_exports(tmp_path):
     for name in ("ReLU6 MLP", "NALU-NALU"):
         interpolation, extrapolation = float(rows[name][1]), float(rows[name][2])
         assert interpolation >= 0 and extrapolation >= 0  # numbers, not nan
-        assert rows[name][4].endswith("/1")  # --runs 1
+        assert rows[name][4].endswith("/1") and rows[name][5].endswith("/1")
     served = re.findall(r"served +(\S+), exact a\*b = +(\S+)", out)
     assert len(served) == 3
     assert all(float(exact) > 0 for _, exact in served)

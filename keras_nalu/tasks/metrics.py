@@ -51,19 +51,17 @@ def success_threshold(task, epsilon=1e-5, samples=1_000_000, seed=0):
     0.16
     """
     epsilon = float(epsilon)
-    exact = np.zeros((task.input_size, 2))
-    exact[task.a_slice, 0] = 1.0
-    exact[task.b_slice, 1] = 1.0
-    perturbed = exact * (1.0 - epsilon) + (1.0 - exact) * epsilon
+    perturbed = np.full((task.input_size, 2), epsilon)
+    perturbed[task.a_slice, 0] = 1.0 - epsilon
+    perturbed[task.b_slice, 1] = 1.0 - epsilon
     operation = OPERATIONS[task.operation]
     rng = np.random.default_rng(seed)
     low, high = task.extrapolation_range
     total, chunk = 0.0, 100_000
     for start in range(0, samples, chunk):
         x = rng.uniform(low, high, size=(min(chunk, samples - start), task.input_size))
-        want = operation(*(x @ exact).T)
         got = operation(*(x @ perturbed).T)
-        total += float(np.sum(np.square(got - want)))
+        total += float(np.sum(np.square(got - task.targets(x)[:, 0])))
     return total / samples
 
 

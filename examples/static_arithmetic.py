@@ -27,33 +27,18 @@ import numpy as np  # noqa: E402
 from keras_nalu import NALU, export_saved_model  # noqa: E402
 from keras_nalu.tasks import (  # noqa: E402
     OPERATIONS,
+    PAPER_TABLE_1,
+    SYMBOLS,
     StaticArithmetic,
     mean_squared_error,
     paper_scale,
     success_threshold,
 )
 
-# Table 1 of the paper (static task): (interpolation, extrapolation).
-PAPER_TABLE_1 = {
-    "ReLU6 MLP": {
-        "add": (0.2, 42.6), "sub": (0.0, 29.0), "mul": (3.2, 10.1),
-        "div": (4.2, 37.2), "square": (0.7, 47.0), "sqrt": (0.5, 10.3),
-    },
-    "NALU-NALU": {
-        "add": (0.0, 0.0), "sub": (0.0, 0.0), "mul": (0.0, 0.0),
-        "div": (5.3, 0.7), "square": (0.0, 0.0), "sqrt": (0.0, 0.0),
-    },
-}  # fmt: skip
-
-SYMBOLS = {
-    "add": "a+b", "sub": "a-b", "mul": "a*b",
-    "div": "a/b", "square": "a^2", "sqrt": "sqrt(a)",
-}  # fmt: skip
-
-
 SOLVED = 1.0  # paper-scale extrapolation error below which a run counts as solved
 
 MODEL_KEYS = {"relu6": "ReLU6 MLP", "nalu": "NALU-NALU"}
+TABLE_KEYS = {name: key for key, name in MODEL_KEYS.items()}
 
 
 def build_models(input_size):
@@ -206,7 +191,9 @@ def main(argv=None):
         "|-------------|"
     )
     for name, errors, seed, solved, strict in rows:
-        paper = "{:.1f} / {:.1f}".format(*PAPER_TABLE_1[name][args.operation])
+        paper = "{:.1f} / {:.1f}".format(
+            *PAPER_TABLE_1[TABLE_KEYS[name]][args.operation]
+        )
         print(
             f"| {name} | {errors['interpolation']:13.4g} | "
             f"{errors['extrapolation']:13.4g} | {seed:4d} | "

@@ -30,6 +30,13 @@ def positive_int(name, value):
 FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32
 
 
+def non_negative_int(name, value):
+    """Returns `value` as an `int`, or raises if it is not an integer >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise _invalid(name, "integers >= 0", value)
+    return int(value)
+
+
 def positive_float(name, value):
     """Returns `value` as a `float`, or raises unless it is finite and large
     enough not to round to 0 in float32 (at least 1.2e-38)."""

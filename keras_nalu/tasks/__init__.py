@@ -7,10 +7,17 @@ from keras_nalu.tasks.metrics import (
     success_threshold,
     wilson_interval,
 )
-from keras_nalu.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
+from keras_nalu.tasks.static_arithmetic import (
+    OPERATIONS,
+    PAPER_TABLE_1,
+    SYMBOLS,
+    StaticArithmetic,
+)
 
 __all__ = [
     "OPERATIONS",
+    "PAPER_TABLE_1",
+    "SYMBOLS",
     "StaticArithmetic",
     "mean_squared_error",
     "paper_scale",

@@ -1,0 +1,204 @@
+"""Benchmark: the static arithmetic task over many seeds, measured two ways.
+
+Every (operation, seed) is a run of its own (the seed fixes the slices, the
+initial weights and the batches), and all runs of one model train in a single
+compiled program (`keras_nalu.tasks.seed_batched`). The protocol is Madsen &
+Johansen's (2020): x in R^100, slices of 25 overlapping in 12, train and
+interpolate on U[1, 2], extrapolate on U[2, 6], fresh batches of 128, Adam lr
+1e-3. For each run the evaluation with the lowest interpolation MSE is kept.
+
+Reported: the paper's scale (test MSE relative to the run's own random
+initialization, x100; median over seeds, the paper's Table 1 beside it), the
+success rate by the strict criterion (extrapolation MSE below that of a solution
+whose weights are off by 1e-5, simulated) with its Wilson 95% interval, the
+median iteration at which extrapolation was first solved, and the training
+speed in ms per run-iteration.
+
+    python examples/arithmetic_benchmark.py --quick
+    python examples/arithmetic_benchmark.py --seeds 25 --iterations 50000
+"""
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from keras_nalu.tasks import (  # noqa: E402
+    OPERATIONS,
+    PAPER_TABLE_1,
+    SYMBOLS,
+    wilson_interval,
+)
+from keras_nalu.tasks.seed_batched import MODELS, StaticBenchmark  # noqa: E402
+
+QUICK = {
+    "operations": list(OPERATIONS),
+    "models": ["linear", "relu6", "nac", "nalu"],
+    "seeds": 5,
+    "iterations": 20_000,
+}
+NAMES = {"linear": "Linear", "relu6": "ReLU6", "nac": "NAC", "nalu": "NALU"}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS))
+    parser.add_argument("--models", nargs="+", choices=list(MODELS))
+    parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 25)")
+    parser.add_argument("--iterations", type=int, help="default 50,000")
+    parser.add_argument("--eval-every", type=int, default=1000)
+    parser.add_argument("--eval-size", type=int, default=10_000)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="all operations; Linear, ReLU6, NAC, NALU; 5 seeds; 20,000 iterations",
+    )
+    parser.add_argument("--json", default="results/arithmetic_benchmark.json")
+    parser.add_argument("--png", default="results/arithmetic_benchmark.png")
+    args = parser.parse_args(argv)
+    defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    for name in ("seeds", "iterations", "eval_every", "eval_size"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    return args
+
+
+def cell(value):
+    return "nan" if value is None or not np.isfinite(value) else f"{value:.3g}"
+
+
+def tables(results, args):
+    """The three markdown tables, as a list of lines."""
+    by = {}
+    for r in results:
+        by.setdefault((r["operation"], r["model"]), []).append(r)
+    header = "| op | " + " | ".join(NAMES.get(m, m) for m in args.models) + " |"
+    rule = "|---" * (len(args.models) + 1) + "|"
+    lines = []
+    for split in ("interpolation", "extrapolation"):
+        lines += [
+            "",
+            f"Median {split} error on the paper's scale (paper's Table 1 in "
+            "brackets; 0 is exact, 100 is the random initialization):",
+            "",
+            header,
+            rule,
+        ]
+        for op in args.operations:
+            row = []
+            for m in args.models:
+                ours = np.median([r[f"{split}_paper"] for r in by[op, m]])
+                paper = PAPER_TABLE_1.get(m, {}).get(op)
+                index = 0 if split == "interpolation" else 1
+                row.append(cell(ours) + (f" ({paper[index]})" if paper else ""))
+            lines.append(f"| {SYMBOLS[op]} | " + " | ".join(row) + " |")
+    lines += [
+        "",
+        "Success rate by the strict criterion, with its Wilson 95% interval:",
+        "",
+        header,
+        rule,
+    ]
+    for op in args.operations:
+        row = []
+        for m in args.models:
+            wins = sum(r["success"] for r in by[op, m])
+            low, high = wilson_interval(wins, len(by[op, m]))
+            row.append(f"{wins}/{len(by[op, m])} [{low:.2f}, {high:.2f}]")
+        lines.append(f"| {SYMBOLS[op]} | " + " | ".join(row) + " |")
+    lines += ["", "Median iteration at which extrapolation was first solved:", ""]
+    lines += [header, rule]
+    for op in args.operations:
+        row = []
+        for m in args.models:
+            solved = [r["solved_at"] for r in by[op, m] if r["solved_at"] is not None]
+            row.append(f"{int(np.median(solved))}" if solved else "-")
+        lines.append(f"| {SYMBOLS[op]} | " + " | ".join(row) + " |")
+    return lines
+
+
+def plot(results, args):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    width = 0.8 / len(args.models)
+    for j, m in enumerate(args.models):
+        rates, errors = [], [[], []]
+        for op in args.operations:
+            runs = [r for r in results if r["model"] == m and r["operation"] == op]
+            wins = sum(r["success"] for r in runs)
+            low, high = wilson_interval(wins, len(runs))
+            rates.append(wins / len(runs))
+            errors[0].append(rates[-1] - low)
+            errors[1].append(high - rates[-1])
+        x = np.arange(len(args.operations)) + j * width
+        ax.bar(x, rates, width, yerr=errors, capsize=2, label=NAMES.get(m, m))
+    ax.set_xticks(np.arange(len(args.operations)) + width * (len(args.models) - 1) / 2)
+    ax.set_xticklabels([SYMBOLS[op] for op in args.operations])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("success rate")
+    ax.set_title(
+        f"Static task, {args.seeds} seeds, {args.iterations} iterations "
+        "(strict criterion, Wilson 95%)"
+    )
+    ax.legend(fontsize=8, ncol=len(args.models))
+    fig.tight_layout()
+    Path(args.png).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.png, dpi=100)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    start = time.perf_counter()
+    results, speed = [], {}
+    for model in args.models:
+        bench = StaticBenchmark(
+            model, args.operations, range(args.seeds), eval_size=args.eval_size
+        )
+        print(
+            f"{NAMES.get(model, model)}: {len(bench.runs)} runs "
+            f"({len(args.operations)} operations x {args.seeds} seeds), "
+            f"{args.iterations} iterations",
+            flush=True,
+        )
+        run = bench.run(args.iterations, eval_every=args.eval_every)
+        speed[model] = run["ms_per_run_iteration"]
+        print(
+            f"  {run['seconds']:.0f} s of training, "
+            f"{speed[model]:.4f} ms per run-iteration",
+            flush=True,
+        )
+        results += bench.summarize(run["history"])
+    seconds = time.perf_counter() - start
+
+    print("\n".join(tables(results, args)))
+    print(
+        "\nms per run-iteration (batch 128, all runs of a model in one program): "
+        + ", ".join(f"{NAMES.get(m, m)} {v:.4f}" for m, v in speed.items())
+    )
+    print(f"Wall time: {seconds:.0f} s.")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(
+            {"arguments": vars(args), "ms_per_run_iteration": speed,
+             "wall_seconds": seconds, "runs": results},
+            f, indent=1,
+        )  # fmt: skip
+    plot(results, args)
+    print(f"Wrote {args.json} and {args.png}.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+"""Train one model per seed, all seeds in one compiled program.
+
+The static arithmetic task of Madsen & Johansen (2020): every seed draws its own
+pair of slices, its own initial weights and its own stream of fresh batches, and
+the models of all seeds train side by side along a leading seed axis. The math
+of NAC and NALU is `keras_nalu.ops` (the same functions the layers call), the
+optimizer is Adam written out elementwise, so each seed trains exactly as it
+would alone; a seed that diverges to NaN does not touch the others.
+
+The loop is compiled with `tf.function` (TensorFlow backend): data are drawn
+inside the graph from stateless seeds `(seed, step)`, so the stream depends
+only on the seed and the step.
+"""
+
+import math
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from keras_nalu import ops as nalu_ops
+from keras_nalu.layers import _validation
+from keras_nalu.tasks.metrics import paper_scale, sparsity_error, success_threshold
+from keras_nalu.tasks.static_arithmetic import StaticArithmetic
+
+HIDDEN = 2
+
+# Keras activations for the one-hidden-layer MLPs of Table 6, plus CReLU.
+MLP_ACTIVATIONS = (
+    "relu6",
+    "softsign",
+    "tanh",
+    "sigmoid",
+    "selu",
+    "elu",
+    "relu",
+    "crelu",
+    "linear",
+)
+UNIT_MODELS = ("nac", "nalu")
+MODELS = UNIT_MODELS + MLP_ACTIVATIONS
+
+_TARGETS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "square": lambda a, b: a * a,
+    "sqrt": lambda a, b: ops.sqrt(a),
+}
+
+
+def _glorot(rng, seeds, fan_in, fan_out):
+    limit = math.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-limit, limit, size=(seeds, fan_in, fan_out))
+
+
+def init_params(model, seeds, input_size):
+    """Initial weights of `model` for each seed of `seeds`, stacked on axis 0.
+
+    Glorot-uniform kernels (the Keras default of every layer used) and zero
+    biases, drawn from each seed alone. Returns a dict of float32 arrays.
+    """
+    per_seed = [_init_one(model, input_size, seed) for seed in seeds]
+    return {name: np.stack([p[name] for p in per_seed]) for name in per_seed[0]}
+
+
+def _init_one(model, input_size, seed):
+    rng = np.random.default_rng(seed)
+    seeds = 1
+    width = 2 * HIDDEN if model == "crelu" else HIDDEN
+    if model in UNIT_MODELS:
+        params = {}
+        for layer, (fan_in, fan_out) in enumerate(((input_size, HIDDEN), (HIDDEN, 1))):
+            names = ("w_hat", "m_hat") + (("gate",) if model == "nalu" else ())
+            for name in names:
+                params[f"{name}_{layer}"] = _glorot(rng, seeds, fan_in, fan_out)
+    elif model in MLP_ACTIVATIONS:
+        params = {
+            "kernel_0": _glorot(rng, seeds, input_size, HIDDEN),
+            "bias_0": np.zeros((seeds, HIDDEN)),
+            "kernel_1": _glorot(rng, seeds, width, 1),
+            "bias_1": np.zeros((seeds, 1)),
+        }
+    else:
+        raise ValueError(
+            f"Received an invalid value for `model`, expected one of {MODELS}. "
+            f"Received: model={model!r}"
+        )
+    return {name: value[0].astype("float32") for name, value in params.items()}
+
+
+def forward(model, params, x, epsilon=nalu_ops.DEFAULT_EPSILON):
+    """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`."""
+    if model in UNIT_MODELS:
+        h = x
+        for layer in (0, 1):
+            w = nalu_ops.nac_weight(params[f"w_hat_{layer}"], params[f"m_hat_{layer}"])
+            if model == "nac":
+                h = nalu_ops.nac(h, w)
+            else:
+                h = nalu_ops.nalu(h, w, params[f"gate_{layer}"], epsilon=epsilon)
+        return h
+    h = ops.matmul(x, params["kernel_0"]) + params["bias_0"][:, None, :]
+    if model == "crelu":
+        h = ops.concatenate([ops.relu(h), ops.relu(-h)], axis=-1)
+    else:
+        h = keras.activations.get(model)(h)
+    return ops.matmul(h, params["kernel_1"]) + params["bias_1"][:, None, :]
+
+
+def first_layer_weight(model, params):
+    """The first layer's effective `W` per seed (NAC/NALU), else None."""
+    if model not in UNIT_MODELS:
+        return None
+    return nalu_ops.nac_weight(params["w_hat_0"], params["m_hat_0"])
+
+
+class StaticBenchmark:
+    """Trains `model` on every `(operation, seed)` pair at once.
+
+    Each pair is a run of its own: seed `s` fixes the task's slices, the
+    initial weights and the batch stream, and a run's results do not depend
+    on which other runs share the program (tested; up to float rounding, as
+    batched kernels of other shapes round differently).
+
+    Args:
+        model: One of `MODELS`.
+        operations: Operations of the task ("add", "sub", "mul", "div",
+            "square", "sqrt"), or one of them as a string.
+        seeds: Sequence of integer seeds, each run for every operation.
+        batch_size: Fresh examples per step and run.
+        learning_rate: Adam's learning rate.
+        eval_size: Examples per run in each of the fixed interpolation and
+            extrapolation test sets.
+        task_kwargs: Passed to `StaticArithmetic` (ranges, sizes).
+    """
+
+    def __init__(
+        self,
+        model,
+        operations,
+        seeds,
+        batch_size=128,
+        learning_rate=1e-3,
+        eval_size=10_000,
+        **task_kwargs,
+    ):
+        if model not in MODELS:
+            raise ValueError(
+                f"Received an invalid value for `model`, expected one of {MODELS}. "
+                f"Received: model={model!r}"
+            )
+        self.model = model
+        operations = [operations] if isinstance(operations, str) else list(operations)
+        seeds = [_validation.non_negative_int("seeds", s) for s in seeds]
+        if not operations or not seeds:
+            raise ValueError(
+                "Received no runs, expected at least one operation and one seed. "
+                f"Received: operations={operations}, seeds={seeds}"
+            )
+        self.batch_size = _validation.positive_int("batch_size", batch_size)
+        self.learning_rate = _validation.positive_float("learning_rate", learning_rate)
+        eval_size = _validation.positive_int("eval_size", eval_size)
+        self.runs = [(op, seed) for op in operations for seed in seeds]
+        self.tasks = [
+            StaticArithmetic(op, seed=seed, **task_kwargs) for op, seed in self.runs
+        ]
+        self.input_size = self.tasks[0].input_size
+        # The threshold depends on the operation, not on where the slices lie.
+        thresholds = {op: success_threshold(self._task(op)) for op in operations}
+        self.thresholds = np.array([thresholds[op] for op, _ in self.runs])
+        masks = np.zeros((len(self.runs), self.input_size, 2), "float32")
+        for i, task in enumerate(self.tasks):
+            masks[i, task.a_slice, 0] = 1.0
+            masks[i, task.b_slice, 1] = 1.0
+        self._masks = tf.constant(masks)
+        op_index = [list(_TARGETS).index(op) for op, _ in self.runs]
+        self._op_one_hot = tf.one_hot(op_index, len(_TARGETS))[:, None, :]
+        # A run's batch stream is keyed by its own (seed, operation) alone.
+        self._stream_ids = tf.constant(
+            [
+                seed * len(_TARGETS) + i
+                for (_, seed), i in zip(self.runs, op_index, strict=True)
+            ],
+            dtype=tf.int64,
+        )
+        self.test_sets = {
+            split: self._test_set(split, eval_size)
+            for split in ("interpolation", "extrapolation")
+        }
+        initial = init_params(model, [seed for _, seed in self.runs], self.input_size)
+        self.params = {k: tf.Variable(v, name=k) for k, v in initial.items()}
+        self._moments = {
+            k: (tf.Variable(tf.zeros_like(v)), tf.Variable(tf.zeros_like(v)))
+            for k, v in initial.items()
+        }
+        self.step = tf.Variable(0, dtype=tf.int64)
+        self._train = tf.function(self._train_steps)
+        self._evaluate = tf.function(self._mse)
+        self.random_mse = {k: v.numpy() for k, v in self._evaluate().items()}
+
+    def _task(self, operation):
+        return self.tasks[[op for op, _ in self.runs].index(operation)]
+
+    def _targets(self, x):
+        ab = tf.matmul(x, self._masks)  # (runs, batch, 2): a and b
+        a, b = ab[..., :1], ab[..., 1:]
+        every = tf.concat([f(a, b) for f in _TARGETS.values()], axis=-1)
+        return tf.reduce_sum(every * self._op_one_hot, axis=-1, keepdims=True)
+
+    def _test_set(self, split, size):
+        x = np.stack(
+            [
+                task.sample(size, split, seed=(seed, 2**31 - 1))[0]
+                for task, (_, seed) in zip(self.tasks, self.runs, strict=True)
+            ]
+        )
+        # Targets in float64 by the task itself, then float32.
+        y = np.stack(
+            [task.targets(one) for task, one in zip(self.tasks, x, strict=True)]
+        )
+        return tf.constant(x), tf.constant(y.astype("float32"))
+
+    def _batch(self, step):
+        low, high = self.tasks[0].interpolation_range
+        shape = (self.batch_size, self.input_size)
+        keys = tf.stack([tf.fill([len(self.runs)], step), self._stream_ids], axis=1)
+        x = tf.vectorized_map(
+            lambda key: tf.random.stateless_uniform(shape, key, low, high), keys
+        )
+        return x, self._targets(x)
+
+    def _train_steps(self, steps):
+        beta_1, beta_2, eps = 0.9, 0.999, 1e-7
+        names = list(self.params)
+        for _ in tf.range(steps):
+            self.step.assign_add(1)
+            x, y = self._batch(self.step)
+            with tf.GradientTape() as tape:
+                error = forward(self.model, self.params, x) - y
+                # The sum over runs of each run's mean: independent gradients.
+                loss = tf.reduce_sum(tf.reduce_mean(tf.square(error), axis=[1, 2]))
+            grads = tape.gradient(loss, [self.params[n] for n in names])
+            t = tf.cast(self.step, tf.float32)
+            scale = self.learning_rate * tf.sqrt(1 - beta_2**t) / (1 - beta_1**t)
+            for name, grad in zip(names, grads, strict=True):
+                m, v = self._moments[name]
+                m.assign(beta_1 * m + (1 - beta_1) * grad)
+                v.assign(beta_2 * v + (1 - beta_2) * tf.square(grad))
+                self.params[name].assign_sub(scale * m / (tf.sqrt(v) + eps))
+
+    def _mse(self):
+        return {
+            split: tf.reduce_mean(
+                tf.square(forward(self.model, self.params, x) - y), axis=[1, 2]
+            )
+            for split, (x, y) in self.test_sets.items()
+        }
+
+    def run(self, iterations, eval_every=1000, on_eval=None):
+        """Trains `iterations` steps, evaluating at 0 and every `eval_every` steps.
+
+        Returns a dict: `history` (iteration, per-run MSEs and first-layer
+        sparsity error at every evaluation), `seconds` (training time, after
+        compilation) and `ms_per_run_iteration`.
+        """
+        iterations = _validation.positive_int("iterations", iterations)
+        eval_every = _validation.positive_int("eval_every", eval_every)
+        # Compile outside the timing, without taking a step.
+        self._train.get_concrete_function(tf.TensorSpec([], tf.int64))
+        history, seconds, done = [], 0.0, 0
+        while True:
+            w = first_layer_weight(self.model, self.params)
+            history.append(
+                {
+                    "iteration": done,
+                    **{k: v.numpy() for k, v in self._evaluate().items()},
+                    "sparsity": None
+                    if w is None
+                    else [sparsity_error(one) for one in ops.convert_to_numpy(w)],
+                }
+            )
+            if on_eval is not None:
+                on_eval(history[-1])
+            if done >= iterations:
+                break
+            chunk = min(eval_every - done % eval_every, iterations - done)
+            start = time.perf_counter()
+            self._train(tf.constant(chunk, tf.int64))
+            seconds += time.perf_counter() - start
+            done += chunk
+        return {
+            "history": history,
+            "seconds": seconds,
+            "ms_per_run_iteration": 1000 * seconds / iterations / len(self.runs),
+        }
+
+    def summarize(self, history):
+        """Per-run results by the strict criterion, from `run()["history"]`.
+
+        A run is a success when its extrapolation MSE, at the evaluation with
+        the lowest interpolation MSE, is below the simulated threshold;
+        `solved_at` is the first evaluated iteration below it.
+        """
+        interp = np.array([h["interpolation"] for h in history])  # (evals, runs)
+        extrap = np.array([h["extrapolation"] for h in history])
+        iterations = np.array([h["iteration"] for h in history])
+        best = np.argmin(np.where(np.isnan(interp), np.inf, interp), axis=0)
+        results = []
+        for i, (operation, seed) in enumerate(self.runs):
+            at = best[i]
+            solved = np.nonzero(extrap[:, i] < self.thresholds[i])[0]
+            sparsity = history[at]["sparsity"]
+            results.append(
+                {
+                    "model": self.model,
+                    "operation": operation,
+                    "seed": seed,
+                    "iteration": int(iterations[at]),
+                    "interpolation_mse": float(interp[at, i]),
+                    "extrapolation_mse": float(extrap[at, i]),
+                    "interpolation_paper": float(
+                        paper_scale(interp[at, i], self.random_mse["interpolation"][i])
+                    ),
+                    "extrapolation_paper": float(
+                        paper_scale(extrap[at, i], self.random_mse["extrapolation"][i])
+                    ),
+                    "threshold": float(self.thresholds[i]),
+                    "success": bool(extrap[at, i] < self.thresholds[i]),
+                    "solved_at": int(iterations[solved[0]]) if solved.size else None,
+                    "sparsity_error": None if sparsity is None else sparsity[i],
+                }
+            )
+        return results

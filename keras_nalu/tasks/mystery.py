@@ -1,0 +1,99 @@
+"""The "mystery arithmetic" task: many outputs, each an operation on two inputs.
+
+From the PyTorch walk-through of the paper in the reference blog posts: `n`
+inputs, `m` outputs, each output `op(x_i, x_j)` for random `i != j` and a
+random operation; train on U[-10, 10], test on U[-50, 50]. Inputs are signed, so
+products of inputs with different signs are negative, which the NALU's
+`log|x|` cannot express.
+"""
+
+import numpy as np
+
+from keras_nalu.layers import _validation
+from keras_nalu.tasks.static_arithmetic import OPERATIONS, SYMBOLS, _range
+
+SPLITS = ("train", "test")
+
+
+class MysteryArithmetic:
+    """`y_k = op_k(x[i_k], x[j_k])` for `output_size` random triples.
+
+    Args:
+        input_size: Length of `x`.
+        output_size: Number of outputs.
+        operations: Operations to draw from (names of `OPERATIONS` that take
+            two inputs: "add", "sub", "mul", "div").
+        train_range: `(low, high)` of the training inputs.
+        test_range: `(low, high)` of the test inputs.
+        seed: Fixes the triples.
+
+    Example:
+
+    >>> from keras_nalu.tasks.mystery import MysteryArithmetic
+    >>> task = MysteryArithmetic(seed=0)
+    >>> x, y = task.sample(5, "test", seed=1)
+    >>> x.shape, y.shape
+    ((5, 100), (5, 10))
+    """
+
+    def __init__(
+        self,
+        input_size=100,
+        output_size=10,
+        operations=("add", "sub", "mul"),
+        train_range=(-10.0, 10.0),
+        test_range=(-50.0, 50.0),
+        seed=0,
+    ):
+        self.input_size = _validation.positive_int("input_size", input_size)
+        if self.input_size < 2:
+            raise ValueError(
+                "Received an invalid value for `input_size`, expected at least 2 "
+                f"(two distinct inputs per output). Received: input_size={input_size}"
+            )
+        self.output_size = _validation.positive_int("output_size", output_size)
+        operations = tuple(operations)
+        if not operations or any(
+            op not in ("add", "sub", "mul", "div") for op in operations
+        ):
+            raise ValueError(
+                "Received an invalid value for `operations`, expected a non-empty "
+                "sequence of 'add', 'sub', 'mul', 'div'. "
+                f"Received: operations={operations!r}"
+            )
+        self.operations = operations
+        self.train_range = _range("train_range", train_range)
+        self.test_range = _range("test_range", test_range)
+        self.seed = seed
+        rng = np.random.default_rng(seed)
+        self.configuration = []
+        for _ in range(self.output_size):
+            i, j = rng.choice(self.input_size, size=2, replace=False)
+            self.configuration.append((int(i), int(j), str(rng.choice(operations))))
+
+    def targets(self, x):
+        """The outputs for inputs `x` of shape `(..., input_size)`."""
+        x = np.asarray(x, dtype=np.float64)
+        return np.stack(
+            [OPERATIONS[op](x[..., i], x[..., j]) for i, j, op in self.configuration],
+            axis=-1,
+        )
+
+    def sample(self, n, split="train", seed=None):
+        """`n` examples `(x, y)` of a split, float32, reproducible by `seed`."""
+        if split not in SPLITS:
+            raise ValueError(
+                f"Received an invalid value for `split`, expected one of {SPLITS}. "
+                f"Received: split={split!r}"
+            )
+        n = _validation.positive_int("n", n)
+        low, high = self.train_range if split == "train" else self.test_range
+        x = np.random.default_rng(seed).uniform(low, high, size=(n, self.input_size))
+        return x.astype(np.float32), self.targets(x).astype(np.float32)
+
+    def describe(self):
+        """The outputs as formulas, e.g. `["y0 = x12 * x40", ...]`."""
+        return [
+            f"y{k} = " + SYMBOLS[op].replace("a", f"x{i}").replace("b", f"x{j}")
+            for k, (i, j, op) in enumerate(self.configuration)
+        ]

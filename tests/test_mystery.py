@@ -1,0 +1,70 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_nalu.tasks.mystery import MysteryArithmetic
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mystery_arithmetic.py"
+
+
+def test_configuration_is_fixed_by_the_seed_with_distinct_inputs():
+    task = MysteryArithmetic(seed=4)
+    assert task.configuration == MysteryArithmetic(seed=4).configuration
+    assert task.configuration != MysteryArithmetic(seed=5).configuration
+    assert len(task.configuration) == 10
+    for i, j, op in task.configuration:
+        assert i != j and 0 <= i < 100 and 0 <= j < 100 and op in ("add", "sub", "mul")
+
+
+def test_targets_by_hand():
+    task = MysteryArithmetic(input_size=3, output_size=4, seed=0)
+    task.configuration = [(0, 1, "add"), (1, 2, "sub"), (2, 0, "mul"), (0, 2, "div")]
+    np.testing.assert_allclose(task.targets([[2.0, -3.0, 5.0]]), [[-1, -8, 10, 0.4]])
+
+
+def test_splits_draw_from_their_ranges_with_signed_inputs():
+    task = MysteryArithmetic(seed=0)
+    x_train, y_train = task.sample(2000, "train", seed=1)
+    x_test, _ = task.sample(2000, "test", seed=2)
+    assert -10 <= x_train.min() < -9 and 9 < x_train.max() <= 10
+    assert -50 <= x_test.min() < -45 and 45 < x_test.max() <= 50
+    assert y_train.shape == (2000, 10) and (y_train < 0).any()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"input_size": 1}, "`input_size`.*at least 2"),
+        ({"output_size": 0}, "`output_size`.*output_size=0"),
+        ({"operations": ("pow",)}, "`operations`.*'pow'"),
+        ({"operations": ()}, "`operations`"),
+        ({"test_range": (5, -5)}, "`test_range`.*low < high"),
+    ],
+)
+def test_invalid_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MysteryArithmetic(**kwargs)
+
+
+def test_invalid_split_raises():
+    with pytest.raises(ValueError, match="`split`.*split='validation'"):
+        MysteryArithmetic().sample(3, "validation")
+
+
+def test_example_smoke_run(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--epochs", "2", "--train-size", "64",
+         "--test-size", "64", "--png", str(tmp_path / "m.png"),
+         "--json", str(tmp_path / "m.json")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name in ("Dense-ReLU", "NAC", "NALU"):
+        assert f"| {name} |" in result.stdout
+    data = json.loads((tmp_path / "m.json").read_text())
+    assert len(data["models"]["NALU"]["val_loss"]) == 2
+    assert (tmp_path / "m.png").stat().st_size > 1000

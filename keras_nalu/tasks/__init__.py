@@ -1,5 +1,11 @@
-"""Data generators and scores for the experiments of Trask et al. (2018)."""
+"""Data generators and scores for the experiments of Trask et al. (2018).
 
+`keras_nalu.tasks.seed_batched` (many seeds in one compiled TensorFlow program)
+is imported on its own: it needs the TensorFlow backend.
+"""
+
+from keras_nalu.tasks import identity, mystery, recurrent_arithmetic
+from keras_nalu.tasks.identity import PAPER_TABLE_5, identity_batches, identity_model
 from keras_nalu.tasks.metrics import (
     mean_squared_error,
     paper_scale,
@@ -16,6 +22,12 @@ from keras_nalu.tasks.static_arithmetic import (
 
 __all__ = [
     "OPERATIONS",
+    "PAPER_TABLE_5",
+    "identity",
+    "identity_batches",
+    "identity_model",
+    "mystery",
+    "recurrent_arithmetic",
     "PAPER_TABLE_1",
     "SYMBOLS",
     "StaticArithmetic",

@@ -1,0 +1,186 @@
+"""The identity extrapolation task of Trask et al. (2018), Section 1.1, Appendix A.
+
+An autoencoder maps a scalar to itself through 3 hidden layers of 8 units and a
+linear output. It trains on inputs from [-5, 5] and is tested on [-20, 20]
+(Figure 1: mean absolute error as a function of the input) and on the integers
+-1000..1000 (Table 5: mean absolute error; 500 is the error of predicting 0).
+The models differ only in the activation of the hidden layers; a model of NAC
+layers (3 hidden NACs of 8, then a NAC of 1) is the paper's remedy.
+
+The paper names PyTorch modules without their arguments; where PyTorch needs
+or defaults to other values than Keras, these follow PyTorch: `Threshold` is
+`x if x > 0.1 else 20` (the example of PyTorch's `nn.Threshold` docs; the paper
+does not give its values), `LeakyReLU` has slope 0.01, `PReLU` learns one
+slope per layer starting at 0.25, `Softshrink` has threshold 0.5. `CReLU` is
+`concat(relu(x), relu(-x))`, which doubles each hidden layer's width (CReLU is
+in the paper's Table 6, not Table 5). Weights start from Keras's defaults
+(Glorot uniform, zero bias).
+
+Example:
+
+>>> from keras_nalu.tasks.identity import identity_batches, identity_model
+>>> model = identity_model("ReLU6")
+>>> x, y = identity_batches(steps=10, batch_size=4, seed=0)
+>>> x.shape, bool((x == y).all()), bool((abs(x) <= 5).all())
+((40, 1), True, True)
+>>> tuple(model(x).shape)
+(40, 1)
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_nalu.layers import _validation
+from keras_nalu.layers.nac import NAC
+
+TRAIN_RANGE = (-5.0, 5.0)
+FIGURE_RANGE = (-20.0, 20.0)
+TABLE_RANGE = (-1000, 1000)  # integers, both ends included
+
+
+def threshold(x):
+    """`x if x > 0.1 else 20`, PyTorch's `nn.Threshold(0.1, 20)`."""
+    return ops.threshold(x, 0.1, 20.0)
+
+
+def leaky_relu(x):
+    """`x if x > 0 else 0.01 * x`, PyTorch's default `nn.LeakyReLU`."""
+    return ops.leaky_relu(x, negative_slope=0.01)
+
+
+def crelu(x):
+    """`concat(relu(x), relu(-x))` on the last axis, which doubles it."""
+    return ops.concatenate([ops.relu(x), ops.relu(-x)], axis=-1)
+
+
+# Element-wise activations, in the order of the paper's Table 5.
+_ELEMENTWISE = {
+    "Hardtanh": keras.activations.hard_tanh,
+    "ReLU6": keras.activations.relu6,
+    "Softsign": keras.activations.softsign,
+    "Tanh": keras.activations.tanh,
+    "Sigmoid": keras.activations.sigmoid,
+    "Threshold": threshold,
+    "SELU": keras.activations.selu,
+    "ELU": keras.activations.elu,
+    "Softshrink": keras.activations.soft_shrink,
+    "ReLU": keras.activations.relu,
+    "LeakyReLU": leaky_relu,
+    "Tanhshrink": keras.activations.tanh_shrink,
+    "Softplus": keras.activations.softplus,
+}
+
+# Every activation of the paper's Table 5 (in its order), then CReLU.
+ACTIVATIONS = (*_ELEMENTWISE, "PReLU", "None", "CReLU")
+
+# What `identity_model` builds: an MLP per activation, and the NAC model.
+MODELS = (*ACTIVATIONS, "NAC")
+
+# Table 5 of the paper: mean absolute error on the integers -1000..1000,
+# averaged over 100 models. "None" is reported as "<0.0001": an upper bound.
+PAPER_TABLE_5 = {
+    "Hardtanh": 495.47,
+    "ReLU6": 494.59,
+    "Softsign": 494.19,
+    "Tanh": 493.65,
+    "Sigmoid": 493.15,
+    "Threshold": 432.97,
+    "SELU": 365.66,
+    "ELU": 142.83,
+    "Softshrink": 119.17,
+    "ReLU": 83.63,
+    "LeakyReLU": 77.02,
+    "Tanhshrink": 57.03,
+    "Softplus": 37.60,
+    "PReLU": 14.66,
+    "None": 0.0001,
+}
+
+
+class _CReLU(keras.layers.Layer):
+    """`crelu` as a layer: the output's last axis is twice the input's."""
+
+    def call(self, inputs):
+        return crelu(inputs)
+
+    def compute_output_shape(self, input_shape):
+        last = None if input_shape[-1] is None else 2 * input_shape[-1]
+        return (*input_shape[:-1], last)
+
+
+def identity_model(name, hidden=8, depth=3):
+    """The autoencoder of Figure 1 and Table 5 for one of `MODELS`.
+
+    `depth` hidden layers of `hidden` units with the activation `name`, then a
+    linear `Dense(1)`. For "PReLU" and "CReLU" each hidden `Dense` is followed
+    by a `keras.layers.PReLU` (one slope per layer, starting at 0.25) or by
+    `crelu` (twice the width). "None" is linear. "NAC" is `depth` layers
+    `NAC(hidden)`, then `NAC(1)`.
+
+    Args:
+        name: One of `MODELS`.
+        hidden: Units of each hidden layer.
+        depth: Number of hidden layers.
+
+    Returns:
+        An uncompiled `keras.Sequential` from shape `(batch, 1)` to `(batch, 1)`.
+    """
+    if name not in MODELS:
+        raise ValueError(
+            f"Received an invalid value for `name`, expected one of {MODELS}. "
+            f"Received: name={name!r}"
+        )
+    hidden = _validation.positive_int("hidden", hidden)
+    depth = _validation.positive_int("depth", depth)
+    layers = [keras.Input((1,), name="x")]
+    if name == "NAC":
+        layers += [NAC(hidden) for _ in range(depth)] + [NAC(1)]
+    else:
+        for _ in range(depth):
+            layers.append(keras.layers.Dense(hidden, activation=_ELEMENTWISE.get(name)))
+            if name == "PReLU":
+                layers.append(
+                    keras.layers.PReLU(
+                        alpha_initializer=keras.initializers.Constant(0.25),
+                        shared_axes=[1],
+                    )
+                )
+            elif name == "CReLU":
+                layers.append(_CReLU())
+        layers.append(keras.layers.Dense(1))
+    return keras.Sequential(layers, name=f"identity_{name.lower()}")
+
+
+def identity_batches(steps, batch_size=128, seed=0, value_range=TRAIN_RANGE):
+    """`steps` fresh training batches for the identity, as one array pair.
+
+    Returns `(x, y)`, float32 of shape `(steps * batch_size, 1)`, `x` drawn
+    uniformly from `value_range` by `seed` and `y` equal to `x`. Train with
+    `model.fit(x, y, batch_size=batch_size, shuffle=False)`: one epoch is
+    `steps` steps, each on examples no other step sees.
+    """
+    steps = _validation.positive_int("steps", steps)
+    batch_size = _validation.positive_int("batch_size", batch_size)
+    low, high = value_range
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(low, high, size=(steps * batch_size, 1)).astype(np.float32)
+    return x, x.copy()
+
+
+def figure_inputs(points=401, value_range=FIGURE_RANGE):
+    """The inputs of Figure 1: `points` evenly spaced values, shape `(points, 1)`."""
+    points = _validation.positive_int("points", points)
+    return np.linspace(*value_range, points, dtype=np.float32)[:, None]
+
+
+def table_inputs(value_range=TABLE_RANGE):
+    """The inputs of Table 5: every integer of `value_range`, shape `(n, 1)`."""
+    low, high = value_range
+    return np.arange(low, high + 1, dtype=np.float32)[:, None]
+
+
+def absolute_errors(model, x):
+    """`|model(x) - x|` for inputs `x` of shape `(n, 1)`, as float64 `(n,)`."""
+    prediction = ops.convert_to_numpy(model(x, training=False))
+    return np.abs(prediction.astype(np.float64) - np.asarray(x, np.float64))[:, 0]

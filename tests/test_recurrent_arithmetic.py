@@ -1,0 +1,73 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_nalu.tasks.recurrent_arithmetic import RecurrentArithmetic
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "recurrent_arithmetic.py"
+
+
+def test_targets_sum_over_slices_and_time():
+    task = RecurrentArithmetic("mul", seed=0)
+    x = np.zeros((1, 3, 10))
+    x[0, :, task.a_slice] = 1.0  # a = 3 steps x 2 inputs
+    x[0, 0, task.b_slice] += 2.0
+    # a: 2 inputs x 3 steps of 1, plus 2 on the one overlapping input = 8;
+    # b: 3 steps of 1 on the overlap, plus 2 on both inputs at step 0 = 7.
+    np.testing.assert_allclose(task.targets(x), [[8.0 * 7.0]])
+
+
+def test_slices_are_the_static_tasks_and_fixed_by_the_seed():
+    task = RecurrentArithmetic("add", seed=3)
+    assert (task.a_slice, task.b_slice) == (
+        RecurrentArithmetic("sub", seed=3).a_slice,
+        RecurrentArithmetic("sub", seed=3).b_slice,
+    )
+    assert task.a_slice.stop - task.a_slice.start == 2
+    assert task.a_slice.stop - task.b_slice.start == 1
+
+
+def test_extrapolation_is_by_length_and_values_grow():
+    task = RecurrentArithmetic("add", seed=0)
+    x_train, y_train = task.sample(500, "train", seed=1)
+    x_extrap, y_extrap = task.sample(50, "extrapolation", seed=2)
+    assert x_train.shape == (500, 10, 10) and x_extrap.shape == (50, 1000, 10)
+    assert x_extrap.min() >= 1 and x_extrap.max() <= 2
+    assert y_extrap.min() > 50 * y_train.max()
+
+
+def test_training_batches_are_reproducible():
+    task = RecurrentArithmetic("add", seed=0)
+    first = task.training_batches(4, 2, seed=5)[1][0]
+    np.testing.assert_array_equal(first, task.training_batches(4, 2, seed=5)[1][0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"train_length": 0}, "`train_length`.*train_length=0"),
+        ({"extrapolation_length": -1}, "`extrapolation_length`"),
+        ({"value_range": (2, 1)}, "low < high"),
+        ({"operation": "pow"}, "`operation`"),
+    ],
+)
+def test_invalid_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RecurrentArithmetic(**kwargs)
+
+
+def test_example_smoke_run(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--operations", "mul", "--models", "lstm",
+         "nalu", "--seeds", "1", "--steps", "20", "--eval-size", "8",
+         "--json", str(tmp_path / "r.json")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "| a*b |" in result.stdout and "(98.2)" in result.stdout
+    runs = json.loads((tmp_path / "r.json").read_text())["runs"]
+    assert {r["model"] for r in runs} == {"lstm", "nalu"}

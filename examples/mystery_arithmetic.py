@@ -24,6 +24,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu import NAC, NALU  # noqa: E402
+from keras_nalu.tasks import SYMBOLS  # noqa: E402
 from keras_nalu.tasks.mystery import MysteryArithmetic  # noqa: E402
 
 MODELS = {
@@ -31,6 +32,21 @@ MODELS = {
     "NAC": NAC,
     "NALU": NALU,
 }
+
+
+class TestErrorByOperation(keras.callbacks.Callback):
+    """Test MSE of the outputs of each operation, after every epoch."""
+
+    def __init__(self, x, y, kinds):
+        super().__init__()
+        self.x, self.y = x, y
+        self.columns = {op: [k for k, o in enumerate(kinds) if o == op] for op in kinds}
+        self.history = {op: [] for op in self.columns}
+
+    def on_epoch_end(self, epoch, logs=None):
+        error = np.square(self.model.predict(self.x, verbose=0) - self.y).mean(axis=0)
+        for op, columns in self.columns.items():
+            self.history[op].append(float(error[columns].mean()))
 
 
 def parse_args(argv=None):
@@ -63,11 +79,13 @@ def main(argv=None):
         f"of batches of {args.batch_size}, Adam lr {args.learning_rate:g}.\n"
     )
 
+    ops_ = sorted(set(kinds))
     curves, rows = {}, []
     for name, layer in MODELS.items():
         keras.utils.set_random_seed(args.seed)
         model = keras.Sequential([keras.Input((task.input_size,)), layer(10)])
         model.compile(optimizer=keras.optimizers.Adam(args.learning_rate), loss="mse")
+        by_operation = TestErrorByOperation(x_test, y_test, kinds)
         start = time.perf_counter()
         history = model.fit(
             x_train,
@@ -75,22 +93,18 @@ def main(argv=None):
             batch_size=args.batch_size,
             epochs=args.epochs,
             validation_data=(x_test, y_test),
+            callbacks=[by_operation],
             verbose=0,
         )
         seconds = time.perf_counter() - start
-        curves[name] = history.history
-        error = np.square(model.predict(x_test, verbose=0) - y_test).mean(axis=0)
-        per_kind = {
-            op: float(error[[k for k, o in enumerate(kinds) if o == op]].mean())
-            for op in sorted(set(kinds))
-        }
+        curves[name] = {**history.history, **by_operation.history}
+        per_kind = {op: values[-1] for op, values in by_operation.history.items()}
         rows.append((name, history.history, per_kind, seconds))
         print(f"{name}: trained in {seconds:.0f} s", flush=True)
 
-    ops_ = sorted(set(kinds))
     print(
         "\n| model | train MSE | test MSE | "
-        + " | ".join(f"test MSE of {op} outputs" for op in ops_)
+        + " | ".join(f"test MSE of {SYMBOLS[op]} outputs" for op in ops_)
         + " |"
     )
     print("|---" * (3 + len(ops_)) + "|")
@@ -111,15 +125,18 @@ def main(argv=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
-    for name, hist in curves.items():
-        axes[0].plot(hist["loss"], label=name)
-        axes[1].plot(hist["val_loss"], label=name)
-    for ax, title in zip(axes, ("training MSE, U[-10, 10]", "test MSE, U[-50, 50]"),
-                         strict=True):  # fmt: skip
+    panels = [
+        ("loss", "training MSE, U[-10, 10]"),
+        ("val_loss", "test MSE, U[-50, 50]"),
+    ]
+    panels += [(op, f"test MSE of {SYMBOLS[op]} outputs") for op in ops_]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        for name, hist in curves.items():
+            ax.plot(hist[key], label=name)
         ax.set_yscale("log")
         ax.set_xlabel("epoch")
-        ax.set_title(title)
+        ax.set_title(title, fontsize=10)
     axes[0].legend()
     fig.tight_layout()
     Path(args.png).parent.mkdir(parents=True, exist_ok=True)

@@ -61,7 +61,16 @@ def parse_args(argv=None):
     )
     parser.add_argument("--json", default="results/arithmetic_benchmark.json")
     parser.add_argument("--png", default="results/arithmetic_benchmark.png")
+    parser.add_argument(
+        "--from-json",
+        help="print the tables and plot of a saved run instead of training",
+    )
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        for name in ("operations", "models", "seeds", "iterations"):
+            setattr(args, name, saved["arguments"][name])
+        return args
     defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
     for name, value in defaults.items():
         if getattr(args, name) is None:
@@ -115,13 +124,24 @@ def tables(results, args):
             low, high = wilson_interval(wins, len(by[op, m]))
             row.append(f"{wins}/{len(by[op, m])} [{low:.2f}, {high:.2f}]")
         lines.append(f"| {SYMBOLS[op]} | " + " | ".join(row) + " |")
-    lines += ["", "Median iteration at which extrapolation was first solved:", ""]
-    lines += [header, rule]
+    lines += [
+        "",
+        "Median iteration at which extrapolation was first solved (among the "
+        "runs that solved it), and the median sparsity error "
+        "max(min(|W|, |1 - |W||)) of the first layer (NAC, NALU):",
+        "",
+        header,
+        rule,
+    ]
     for op in args.operations:
         row = []
         for m in args.models:
             solved = [r["solved_at"] for r in by[op, m] if r["solved_at"] is not None]
-            row.append(f"{int(np.median(solved))}" if solved else "-")
+            sparsity = [r["sparsity_error"] for r in by[op, m]]
+            text = f"{int(np.median(solved))}" if solved else "-"
+            if None not in sparsity:
+                text += f", sparsity {np.median(sparsity):.2g}"
+            row.append(text)
         lines.append(f"| {SYMBOLS[op]} | " + " | ".join(row) + " |")
     return lines
 
@@ -159,8 +179,25 @@ def plot(results, args):
     fig.savefig(args.png, dpi=100)
 
 
+def report(results, speed, seconds, args):
+    print("\n".join(tables(results, args)))
+    print(
+        "\nms per run-iteration (batch 128, all runs of a model in one program): "
+        + ", ".join(f"{NAMES.get(m, m)} {v:.4f}" for m, v in speed.items())
+    )
+    print(f"Wall time: {seconds:.0f} s.")
+    plot(results, args)
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        report(
+            saved["runs"], saved["ms_per_run_iteration"], saved["wall_seconds"], args
+        )
+        print(f"Wrote {args.png}.")
+        return
     start = time.perf_counter()
     results, speed = [], {}
     for model in args.models:
@@ -183,12 +220,7 @@ def main(argv=None):
         results += bench.summarize(run["history"])
     seconds = time.perf_counter() - start
 
-    print("\n".join(tables(results, args)))
-    print(
-        "\nms per run-iteration (batch 128, all runs of a model in one program): "
-        + ", ".join(f"{NAMES.get(m, m)} {v:.4f}" for m, v in speed.items())
-    )
-    print(f"Wall time: {seconds:.0f} s.")
+    report(results, speed, seconds, args)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(
@@ -196,7 +228,6 @@ def main(argv=None):
              "wall_seconds": seconds, "runs": results},
             f, indent=1,
         )  # fmt: skip
-    plot(results, args)
     print(f"Wrote {args.json} and {args.png}.")
 
 

@@ -148,3 +148,11 @@ def test_benchmark_example_smoke_run(tmp_path):
     data = json.loads((tmp_path / "r.json").read_text())
     assert len(data["runs"]) == 2 * 2 * 2
     assert (tmp_path / "r.png").stat().st_size > 1000
+    again = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--from-json", str(tmp_path / "r.json"),
+         "--png", str(tmp_path / "again.png")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    tables = result.stdout[result.stdout.index("Median interpolation") :]
+    assert tables.split("Wall time")[0] in again.stdout

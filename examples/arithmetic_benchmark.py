@@ -86,63 +86,59 @@ def cell(value):
 
 
 def tables(results, args):
-    """The three markdown tables, as a list of lines."""
+    """The markdown tables, as a list of lines."""
     by = {}
     for r in results:
         by.setdefault((r["operation"], r["model"]), []).append(r)
-    header = "| op | " + " | ".join(NAMES.get(m, m) for m in args.models) + " |"
-    rule = "|---" * (len(args.models) + 1) + "|"
+
+    def table(title, cell_of):
+        lines = ["", title, ""]
+        lines.append(
+            "| op | " + " | ".join(NAMES.get(m, m) for m in args.models) + " |"
+        )
+        lines.append("|---" * (len(args.models) + 1) + "|")
+        for op in args.operations:
+            cells = [cell_of(by[op, m], op, m) for m in args.models]
+            lines.append(f"| {SYMBOLS[op]} | " + " | ".join(cells) + " |")
+        return lines
+
+    def paper_scale(split, index):
+        def cell_of(runs, op, model):
+            paper = PAPER_TABLE_1.get(model, {}).get(op)
+            ours = cell(np.median([r[f"{split}_paper"] for r in runs]))
+            return ours + (f" ({paper[index]})" if paper else "")
+
+        return cell_of
+
+    def success(runs, op, model):
+        wins = sum(r["success"] for r in runs)
+        low, high = wilson_interval(wins, len(runs))
+        return f"{wins}/{len(runs)} [{low:.2f}, {high:.2f}]"
+
+    def solved_at(runs, op, model):
+        solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
+        sparsity = [r["sparsity_error"] for r in runs]
+        text = f"{int(np.median(solved))}" if solved else "-"
+        if None not in sparsity:
+            text += f", sparsity {np.median(sparsity):.2g}"
+        return text
+
     lines = []
-    for split in ("interpolation", "extrapolation"):
-        lines += [
-            "",
+    for index, split in enumerate(("interpolation", "extrapolation")):
+        lines += table(
             f"Median {split} error on the paper's scale (paper's Table 1 in "
             "brackets; 0 is exact, 100 is the random initialization):",
-            "",
-            header,
-            rule,
-        ]
-        for op in args.operations:
-            row = []
-            for m in args.models:
-                ours = np.median([r[f"{split}_paper"] for r in by[op, m]])
-                paper = PAPER_TABLE_1.get(m, {}).get(op)
-                index = 0 if split == "interpolation" else 1
-                row.append(cell(ours) + (f" ({paper[index]})" if paper else ""))
-            lines.append(f"| {SYMBOLS[op]} | " + " | ".join(row) + " |")
-    lines += [
-        "",
-        "Success rate by the strict criterion, with its Wilson 95% interval:",
-        "",
-        header,
-        rule,
-    ]
-    for op in args.operations:
-        row = []
-        for m in args.models:
-            wins = sum(r["success"] for r in by[op, m])
-            low, high = wilson_interval(wins, len(by[op, m]))
-            row.append(f"{wins}/{len(by[op, m])} [{low:.2f}, {high:.2f}]")
-        lines.append(f"| {SYMBOLS[op]} | " + " | ".join(row) + " |")
-    lines += [
-        "",
+            paper_scale(split, index),
+        )
+    lines += table(
+        "Success rate by the strict criterion, with its Wilson 95% interval:", success
+    )
+    lines += table(
         "Median iteration at which extrapolation was first solved (among the "
         "runs that solved it), and the median sparsity error "
         "max(min(|W|, |1 - |W||)) of the first layer (NAC, NALU):",
-        "",
-        header,
-        rule,
-    ]
-    for op in args.operations:
-        row = []
-        for m in args.models:
-            solved = [r["solved_at"] for r in by[op, m] if r["solved_at"] is not None]
-            sparsity = [r["sparsity_error"] for r in by[op, m]]
-            text = f"{int(np.median(solved))}" if solved else "-"
-            if None not in sparsity:
-                text += f", sparsity {np.median(sparsity):.2g}"
-            row.append(text)
-        lines.append(f"| {SYMBOLS[op]} | " + " | ".join(row) + " |")
+        solved_at,
+    )
     return lines
 
 

@@ -50,6 +50,13 @@ def positive_float(name, value):
     return float(value)
 
 
+def one_of(name, value, options):
+    """Returns `value`, or raises if it is not one of `options`."""
+    if value not in options:
+        raise _invalid(name, f"one of {tuple(options)}", value)
+    return value
+
+
 def boolean(name, value):
     """Returns `value` as a `bool`, or raises if it is not a Python or NumPy bool."""
     if not isinstance(value, (bool, np.bool_)):

@@ -81,11 +81,7 @@ class MysteryArithmetic:
 
     def sample(self, n, split="train", seed=None):
         """`n` examples `(x, y)` of a split, float32, reproducible by `seed`."""
-        if split not in SPLITS:
-            raise ValueError(
-                f"Received an invalid value for `split`, expected one of {SPLITS}. "
-                f"Received: split={split!r}"
-            )
+        _validation.one_of("split", split, SPLITS)
         n = _validation.positive_int("n", n)
         low, high = self.train_range if split == "train" else self.test_range
         x = np.random.default_rng(seed).uniform(low, high, size=(n, self.input_size))

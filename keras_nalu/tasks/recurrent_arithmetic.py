@@ -87,11 +87,7 @@ class RecurrentArithmetic:
 
     def sample(self, n, split="train", seed=None):
         """`n` sequences `(x, y)` of a split, float32, reproducible by `seed`."""
-        if split not in SPLITS:
-            raise ValueError(
-                f"Received an invalid value for `split`, expected one of {SPLITS}. "
-                f"Received: split={split!r}"
-            )
+        _validation.one_of("split", split, SPLITS)
         n = _validation.positive_int("n", n)
         steps = (
             self.extrapolation_length

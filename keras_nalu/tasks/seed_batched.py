@@ -23,7 +23,7 @@ from keras import ops
 from keras_nalu import ops as nalu_ops
 from keras_nalu.layers import _validation
 from keras_nalu.tasks.metrics import paper_scale, sparsity_error, success_threshold
-from keras_nalu.tasks.static_arithmetic import StaticArithmetic
+from keras_nalu.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
 
 HIDDEN = 2
 
@@ -41,15 +41,6 @@ MLP_ACTIVATIONS = (
 )
 UNIT_MODELS = ("nac", "nalu")
 MODELS = UNIT_MODELS + MLP_ACTIVATIONS
-
-_TARGETS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "square": lambda a, b: a * a,
-    "sqrt": lambda a, b: ops.sqrt(a),
-}
 
 
 def _glorot(rng, seeds, fan_in, fan_out):
@@ -177,12 +168,12 @@ class StaticBenchmark:
             masks[i, task.a_slice, 0] = 1.0
             masks[i, task.b_slice, 1] = 1.0
         self._masks = tf.constant(masks)
-        op_index = [list(_TARGETS).index(op) for op, _ in self.runs]
-        self._op_one_hot = tf.one_hot(op_index, len(_TARGETS))[:, None, :]
+        op_index = [list(OPERATIONS).index(op) for op, _ in self.runs]
+        self._op_one_hot = tf.one_hot(op_index, len(OPERATIONS))[:, None, :]
         # A run's batch stream is keyed by its own (seed, operation) alone.
         self._stream_ids = tf.constant(
             [
-                seed * len(_TARGETS) + i
+                seed * len(OPERATIONS) + i
                 for (_, seed), i in zip(self.runs, op_index, strict=True)
             ],
             dtype=tf.int64,
@@ -208,7 +199,7 @@ class StaticBenchmark:
     def _targets(self, x):
         ab = tf.matmul(x, self._masks)  # (runs, batch, 2): a and b
         a, b = ab[..., :1], ab[..., 1:]
-        every = tf.concat([f(a, b) for f in _TARGETS.values()], axis=-1)
+        every = tf.concat([f(a, b) for f in OPERATIONS.values()], axis=-1)
         return tf.reduce_sum(every * self._op_one_hot, axis=-1, keepdims=True)
 
     def _test_set(self, split, size):

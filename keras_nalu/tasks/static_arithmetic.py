@@ -13,8 +13,8 @@ OPERATIONS = {
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b,
     "square": lambda a, b: a * a,
-    "sqrt": lambda a, b: np.sqrt(a),
-}
+    "sqrt": lambda a, b: a**0.5,
+}  # plain arithmetic: works on NumPy arrays and on tensors alike
 
 SYMBOLS = {
     "add": "a+b", "sub": "a-b", "mul": "a*b",
@@ -88,12 +88,7 @@ class StaticArithmetic:
         extrapolation_range=(2.0, 6.0),
         seed=0,
     ):
-        if operation not in OPERATIONS:
-            raise ValueError(
-                "Received an invalid value for `operation`, expected one of "
-                f"{sorted(OPERATIONS)}. Received: operation={operation!r}"
-            )
-        self.operation = operation
+        self.operation = _validation.one_of("operation", operation, OPERATIONS)
         self.input_size = _validation.positive_int("input_size", input_size)
         self.subset_ratio = _fraction("subset_ratio", subset_ratio, low=0.0)
         self.overlap_ratio = _fraction("overlap_ratio", overlap_ratio)
@@ -128,11 +123,7 @@ class StaticArithmetic:
         "train" and "interpolation" draw from `interpolation_range`,
         "extrapolation" from `extrapolation_range`.
         """
-        if split not in SPLITS:
-            raise ValueError(
-                f"Received an invalid value for `split`, expected one of "
-                f"{SPLITS}. Received: split={split!r}"
-            )
+        _validation.one_of("split", split, SPLITS)
         n = _validation.positive_int("n", n)
         low, high = (
             self.extrapolation_range

@@ -1,6 +1,8 @@
-"""The arithmetic of NAC and NALU as pure functions of inputs and weights.
+"""The arithmetic of the units as pure functions of inputs and weights.
 
-These functions are the one implementation of the units' math: the layers call
+NAC and NALU (Trask et al., 2018), NAU and NMU (Madsen & Johansen, 2020), iNALU
+(Schlör et al., 2020) and NMRU (Mistry et al., 2021). These functions are the
+one implementation of the units' math: the layers call
 them with their own weights, and code that trains many models at once calls
 them with stacked weights. Every function uses `keras.ops` only and broadcasts
 over leading axes, so `x` of shape `(seeds, batch, in)` with `w` of shape
@@ -63,3 +65,98 @@ def nalu(x, w, gate_kernel, mul_w=None, epsilon=DEFAULT_EPSILON):
     additive = ops.sigmoid(gate_logits) * nac(x, w)
     multiplicative = ops.exp(log_product + ops.log_sigmoid(-gate_logits))
     return additive + multiplicative
+
+
+def ramp(step, start, end):
+    """`clip((step - start) / (end - start), 0, 1)`: 0 before `start`, 1 from `end`.
+
+    The schedule of the sparsity regularizers (Madsen & Johansen, 2020). With
+    `end == start` it is a step from 0 to 1 at `start`.
+    """
+    step = ops.cast(step, "float32")
+    if end == start:
+        return ops.cast(step >= start, "float32")
+    return ops.clip((step - start) / float(end - start), 0.0, 1.0)
+
+
+def nau(x, w):
+    """The neural addition unit `x @ clip(W, -1, 1)` (Madsen & Johansen, 2020)."""
+    return ops.matmul(x, ops.clip(w, -1.0, 1.0))
+
+
+def _gated_product(x, w):
+    """`prod_i (x_i * W_ij + 1 - W_ij)` over the input axis, broadcast like matmul."""
+    w = w[..., None, :, :]  # (..., 1, in, out) against x (..., batch, in, 1)
+    return ops.prod(x[..., :, None] * w + 1.0 - w, axis=-2)
+
+
+def nmu(x, w):
+    """The neural multiplication unit `y_j = prod_i (W_ij x_i + 1 - W_ij)`.
+
+    `W` is clipped to `[0, 1]`: `W_ij = 1` multiplies `x_i` in, `W_ij = 0`
+    leaves it out (a factor 1). Exact for zero and negative inputs, since no
+    logarithm is taken (Madsen & Johansen, 2020).
+    """
+    return _gated_product(x, ops.clip(w, 0.0, 1.0))
+
+
+def sparsity_penalty(w):
+    """`mean(min(|W|, 1 - |W|))` over the last two axes: 0 when `W` is in {-1, 0, 1}.
+
+    The sparsity regularizer of NAU and NMU (Madsen & Johansen, 2020), of a
+    weight already clipped to `[-1, 1]`.
+    """
+    w = ops.abs(w)
+    return ops.mean(ops.minimum(w, 1.0 - w), axis=(-2, -1))
+
+
+def sign_product(x, w):
+    """`prod_i (sign(x_i) * |W_ij| + 1 - |W_ij|)`: the sign of the product.
+
+    iNALU's sign recovery (Schlör et al., 2020): for `|W|` in {0, 1}, the sign of
+    `prod_i x_i^W_ij`, which `exp(log|x| @ W)` loses.
+    """
+    return _gated_product(ops.sign(x), ops.abs(w))
+
+
+def inalu(x, w, mul_w, gate_logits, epsilon=DEFAULT_EPSILON, max_exponent=20.0):
+    """The improved NALU `y = g * a + (1 - g) * m * s` (Schlör et al., 2020).
+
+    With `a = x @ W`, `m = exp(min(log(|x| + epsilon) @ W_mul, max_exponent))`,
+    the sign `s = sign_product(x, W_mul)` and an input-independent gate
+    `g = sigmoid(gate_logits)`, broadcast against the output. The clipped
+    exponent bounds `m` by `exp(max_exponent)`, so the output never overflows.
+    """
+    log_product = ops.minimum(
+        ops.matmul(log_magnitude(x, epsilon), mul_w), max_exponent
+    )
+    gate = ops.sigmoid(gate_logits)
+    multiplicative = ops.exp(log_product) * sign_product(x, mul_w)
+    return gate * nac(x, w) + (1.0 - gate) * multiplicative
+
+
+def inalu_penalty(w_hat, threshold=20.0):
+    """`mean(max(min(-w, w) + t, 0) / t)`: iNALU's regularizer of a latent weight.
+
+    Zero when `|w_hat| >= t`, where `tanh` and `sigmoid` saturate and the
+    weight is exactly -1, 0 or 1 (Schlör et al., 2020). Reduces the last two
+    axes.
+    """
+    penalty = ops.maximum(ops.minimum(-w_hat, w_hat) + threshold, 0.0) / threshold
+    return ops.mean(penalty, axis=(-2, -1))
+
+
+def reciprocal(x, epsilon=DEFAULT_EPSILON):
+    """`1 / x` with `|x|` raised to at least `epsilon` (the sign of 0 taken as +)."""
+    sign = ops.where(x < 0, -1.0, 1.0)
+    return sign / ops.maximum(ops.abs(x), epsilon)
+
+
+def nmru(x, w, epsilon=DEFAULT_EPSILON):
+    """The neural multiplicative reciprocal unit: an NMU over `[x, 1 / x]`.
+
+    `y_j = prod_i (W_ij z_i + 1 - W_ij)` with `z = concat(x, 1 / x)` and `W`
+    of shape `(..., 2 * in, out)` clipped to `[0, 1]`: a weight 1 on `1 / x_i`
+    divides by `x_i` (Mistry et al., 2021). `epsilon` bounds `|1 / x|`.
+    """
+    return nmu(ops.concatenate([x, reciprocal(x, epsilon)], axis=-1), w)

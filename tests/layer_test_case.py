@@ -110,7 +110,8 @@ def run_layer_test(
         )
         assert np.all(np.isfinite(keras.ops.convert_to_numpy(output)))
         for weight in mixed.weights:
-            assert weight.dtype == "float32", weight.path
+            if "int" not in weight.dtype:  # e.g. a step counter
+                assert weight.dtype == "float32", weight.path
         mixed.compile(optimizer="adam", loss="mse")
         mixed.fit(x, y, batch_size=input_shape[0], epochs=1, verbose=0)
     finally:

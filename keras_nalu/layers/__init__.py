@@ -1,6 +1,10 @@
+from keras_nalu.layers.inalu import INALU
 from keras_nalu.layers.nac import NAC
 from keras_nalu.layers.nac_cell import NACCell
 from keras_nalu.layers.nalu import NALU
 from keras_nalu.layers.nalu_cell import NALUCell
+from keras_nalu.layers.nau import NAU
+from keras_nalu.layers.nmru import NMRU
+from keras_nalu.layers.nmu import NMU
 
-__all__ = ["NAC", "NACCell", "NALU", "NALUCell"]
+__all__ = ["INALU", "NAC", "NACCell", "NALU", "NALUCell", "NAU", "NMRU", "NMU"]

@@ -50,6 +50,18 @@ def positive_float(name, value):
     return float(value)
 
 
+def non_negative_float(name, value):
+    """Returns `value` as a `float`, or raises unless it is finite and >= 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise _invalid(name, "a finite number >= 0", value)
+    return float(value)
+
+
 def one_of(name, value, options):
     """Returns `value`, or raises if it is not one of `options`."""
     if value not in options:

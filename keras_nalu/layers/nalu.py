@@ -2,9 +2,8 @@ import keras
 
 from keras_nalu import ops as nalu_ops
 from keras_nalu.layers import _validation
+from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers.nac import NAC
-
-_HALF_PRECISION = ("float16", "bfloat16")
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
@@ -123,8 +122,7 @@ class NALU(NAC):
                 mul_m_hat_constraint,
             ),
         )
-        if self.compute_dtype in _HALF_PRECISION:
-            self.dtype_policy = "float32"
+        compute_in_float32(self)
 
     def build(self, input_shape):
         super().build(input_shape)

@@ -1,0 +1,93 @@
+"""The shared body of NAU, NMU and NMRU: one clipped kernel and its penalty."""
+
+import keras
+from keras import ops
+
+from keras_nalu import ops as nalu_ops
+from keras_nalu.layers import _validation
+from keras_nalu.layers._regularization import ClipAfter, ScheduledPenaltyMixin
+
+# The schedule of Madsen & Johansen (2020) for the static arithmetic task:
+# no penalty for 20,000 steps, then ramped up to 10 by step 35,000.
+DEFAULT_SCHEDULE = {
+    "regularization_strength": 10.0,
+    "regularization_start": 20_000,
+    "regularization_end": 35_000,
+}
+
+
+class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
+    """A layer `y = unit(x, clip(W, low, high))` with the sparsity penalty.
+
+    Subclasses set `low`, `high` and `_unit(x, w)`, and may change the number
+    of kernel rows per input feature (`_rows_per_input`).
+    """
+
+    low, high = -1.0, 1.0
+    _rows_per_input = 1
+
+    def __init__(
+        self,
+        units,
+        regularization_strength,
+        regularization_start,
+        regularization_end,
+        kernel_initializer,
+        kernel_regularizer,
+        kernel_constraint,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = _validation.positive_int("units", units)
+        self._set_schedule(
+            regularization_strength, regularization_start, regularization_end
+        )
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+
+    def build(self, input_shape):
+        input_dim = _validation.feature_dim(self, input_shape)
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(self._rows_per_input * input_dim, self.units),
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            # The stored weight is clipped after every update, as M&J do, so
+            # it never drifts where the clipped forward pass has no gradient.
+            constraint=ClipAfter(self.low, self.high, self.kernel_constraint),
+        )
+        self._build_schedule()
+        self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
+
+    @property
+    def effective_kernel(self):
+        """The weight the unit applies: `clip(kernel, low, high)` (read-only)."""
+        self._check_built("effective_kernel")
+        return ops.clip(self.kernel, self.low, self.high)
+
+    def _check_built(self, what):
+        if not self.built:
+            raise ValueError(
+                f"`{what}` of {type(self).__name__} layer '{self.name}' is not "
+                "available before the layer is built: call the layer on an "
+                "input, or call `build(input_shape)`, first."
+            )
+
+    def call(self, inputs, training=False):
+        w = self.effective_kernel
+        self._add_scheduled_penalty(lambda: nalu_ops.sparsity_penalty(w), training)
+        return self._unit(ops.cast(inputs, self.compute_dtype), w)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)[:-1] + (self.units,)
+
+    def get_config(self):
+        config = {
+            "units": self.units,
+            **self._schedule_config(),
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+        }
+        return {**super().get_config(), **config}

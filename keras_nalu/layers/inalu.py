@@ -1,0 +1,186 @@
+import keras
+
+from keras_nalu import ops as nalu_ops
+from keras_nalu.layers import _validation
+from keras_nalu.layers._precision import compute_in_float32
+from keras_nalu.layers._regularization import ScheduledPenaltyMixin
+from keras_nalu.layers.nac import NAC
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class INALU(ScheduledPenaltyMixin, NAC):
+    """Improved NALU: sign-aware, stable, with separate weights per path.
+
+    `y = g * a + (1 - g) * m * s` with the additive path `a = x @ W`, the
+    multiplicative path `m = exp(min(log(|x| + epsilon) @ W_mul, max_exponent))`,
+    its sign `s = prod_i (sign(x_i) |W_mul,ij| + 1 - |W_mul,ij|)`, and a gate
+    `g = sigmoid(gate)` that does not depend on the input. `W` and `W_mul` are
+    NAC weights (`tanh(w_hat) * sigmoid(m_hat)`) of their own. iNALU's penalty
+    `mean(max(min(-w, w) + t, 0) / t)` over the four latent weights (0 once
+    every `|w| >= t`, where `W` is exactly -1, 0 or 1) is added to the loss on
+    the schedule of `keras_nalu.NAU`.
+
+    What it fixes in the NALU (Schlör et al., 2020): products of negative
+    inputs get their sign; the clipped exponent bounds `m` by
+    `exp(max_exponent)`, so neither the output nor the gradients overflow; a
+    gate per output unit stops the NALU's input-dependent gate from picking a
+    different path on the extrapolation range. Not included: the paper's
+    reinitialization of weights when the loss stalls. Under a 16-bit policy
+    the layer computes in float32 and returns float32.
+
+    Args:
+        units: Positive integer, dimensionality of the output space.
+        epsilon: Positive float added to `|x|` before the logarithm.
+        max_exponent: Positive float, the largest exponent of `m`.
+        regularization_strength, regularization_start, regularization_end:
+            The penalty's schedule, as for `keras_nalu.NAU`.
+        regularization_threshold: Positive float `t` of the penalty.
+        w_hat_initializer, m_hat_initializer, mul_w_hat_initializer,
+        mul_m_hat_initializer, gate_initializer: Initializers of the weights
+            of the same names (the gate's default, zeros, starts at 0.5).
+        w_hat_regularizer, m_hat_regularizer, mul_w_hat_regularizer,
+        mul_m_hat_regularizer, gate_regularizer: Their regularizers.
+        w_hat_constraint, m_hat_constraint, mul_w_hat_constraint,
+        mul_m_hat_constraint, gate_constraint: Their constraints.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: A tensor of rank >= 2.
+        training: Whether to count the step and add the penalty.
+
+    Input shape:
+        N-D tensor with shape `(batch_size, ..., input_dim)`.
+
+    Output shape:
+        N-D tensor with shape `(batch_size, ..., units)`.
+
+    Attributes:
+        w_hat, m_hat, mul_w_hat, mul_m_hat: Trainable weights,
+            `(input_dim, units)`.
+        gate: Trainable gate logits, `(units,)`.
+        effective_kernel, effective_mul_kernel: `W` and `W_mul` (read-only).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras
+    >>> from keras_nalu import INALU
+    >>> one = keras.initializers.Constant(30.0)
+    >>> layer = INALU(1, mul_w_hat_initializer=one, mul_m_hat_initializer=one,
+    ...               gate_initializer=keras.initializers.Constant(-30.0))
+    >>> y = keras.ops.convert_to_numpy(layer(np.array([[-2.0, 3.0]])))
+    >>> round(float(y[0, 0]), 4)  # closed gate: the signed product
+    -6.0
+
+    Reference:
+        Schlör, Ring & Hotho, 2020, "iNALU: Improved Neural Arithmetic Logic
+        Unit", Frontiers in Artificial Intelligence,
+        https://arxiv.org/abs/2003.07629
+    """
+
+    def __init__(
+        self,
+        units,
+        epsilon=nalu_ops.DEFAULT_EPSILON,
+        max_exponent=20.0,
+        regularization_strength=1.0,
+        regularization_start=20_000,
+        regularization_end=35_000,
+        regularization_threshold=20.0,
+        w_hat_initializer="glorot_uniform",
+        m_hat_initializer="glorot_uniform",
+        mul_w_hat_initializer="glorot_uniform",
+        mul_m_hat_initializer="glorot_uniform",
+        gate_initializer="zeros",
+        w_hat_regularizer=None,
+        m_hat_regularizer=None,
+        mul_w_hat_regularizer=None,
+        mul_m_hat_regularizer=None,
+        gate_regularizer=None,
+        w_hat_constraint=None,
+        m_hat_constraint=None,
+        mul_w_hat_constraint=None,
+        mul_m_hat_constraint=None,
+        gate_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            w_hat_initializer=w_hat_initializer,
+            m_hat_initializer=m_hat_initializer,
+            w_hat_regularizer=w_hat_regularizer,
+            m_hat_regularizer=m_hat_regularizer,
+            w_hat_constraint=w_hat_constraint,
+            m_hat_constraint=m_hat_constraint,
+            **kwargs,
+        )
+        self.epsilon = _validation.positive_float("epsilon", epsilon)
+        self.max_exponent = _validation.positive_float("max_exponent", max_exponent)
+        self._set_schedule(
+            regularization_strength, regularization_start, regularization_end
+        )
+        self.regularization_threshold = _validation.positive_float(
+            "regularization_threshold", regularization_threshold
+        )
+        self._set_weight_arguments(
+            mul_w_hat=(
+                mul_w_hat_initializer,
+                mul_w_hat_regularizer,
+                mul_w_hat_constraint,
+            ),
+            mul_m_hat=(
+                mul_m_hat_initializer,
+                mul_m_hat_regularizer,
+                mul_m_hat_constraint,
+            ),
+            gate=(gate_initializer, gate_regularizer, gate_constraint),
+        )
+        compute_in_float32(self)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        input_dim = self.w_hat.shape[0]
+        self.mul_w_hat = self._add_weight_from_arguments("mul_w_hat", input_dim)
+        self.mul_m_hat = self._add_weight_from_arguments("mul_m_hat", input_dim)
+        self.gate = self.add_weight(
+            name="gate",
+            shape=(self.units,),
+            initializer=self.gate_initializer,
+            regularizer=self.gate_regularizer,
+            constraint=self.gate_constraint,
+        )
+        self._build_schedule()
+
+    @property
+    def effective_mul_kernel(self):
+        """`W_mul = tanh(mul_w_hat) * sigmoid(mul_m_hat)`, `(input_dim, units)`."""
+        self._check_built("effective_mul_kernel")
+        return nalu_ops.nac_weight(self.mul_w_hat, self.mul_m_hat)
+
+    def _penalty(self):
+        latent = (self.w_hat, self.m_hat, self.mul_w_hat, self.mul_m_hat)
+        total = sum(
+            nalu_ops.inalu_penalty(w, self.regularization_threshold) for w in latent
+        )
+        return total / len(latent)
+
+    def call(self, inputs, training=False):
+        self._add_scheduled_penalty(self._penalty, training)
+        return nalu_ops.inalu(
+            self._cast_inputs(inputs),
+            self.effective_kernel,
+            self.effective_mul_kernel,
+            self.gate,
+            epsilon=self.epsilon,
+            max_exponent=self.max_exponent,
+        )
+
+    def get_config(self):
+        config = {
+            "epsilon": self.epsilon,
+            "max_exponent": self.max_exponent,
+            **self._schedule_config(),
+            "regularization_threshold": self.regularization_threshold,
+            **self._weight_arguments_config("mul_w_hat", "mul_m_hat", "gate"),
+        }
+        return {**super().get_config(), **config}

@@ -1,0 +1,91 @@
+import keras
+
+from keras_nalu import initializers  # noqa: F401 (registers the default)
+from keras_nalu import ops as nalu_ops
+from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class NAU(SparseUnit):
+    """Neural addition unit: adds and subtracts inputs, reliably.
+
+    `y = x @ clip(W, -1, 1)`, no bias, with the sparsity penalty
+    `mean(min(|W|, 1 - |W|))` (0 when every weight is -1, 0 or 1) added to the
+    loss with a weight ramped from 0 at step `regularization_start` to
+    `regularization_strength` at step `regularization_end`. Unlike the NAC's
+    `tanh * sigmoid`, the linear weight has no vanishing gradient at 0 and
+    reaches -1 and 1 exactly.
+
+    The schedule counts the layer's training calls (`regularization_step`, a
+    non-trainable weight that is saved and restored with the model), so it
+    works in `model.fit`, in custom loops and across resumed runs. The
+    penalty is only added when the layer is called with `training=True`.
+
+    Args:
+        units: Positive integer, dimensionality of the output space.
+        regularization_strength: Float >= 0, the penalty's final weight
+            (0 turns it off).
+        regularization_start: Integer >= 0, the step where the ramp starts.
+        regularization_end: Integer >= `regularization_start`, the step from
+            which the full weight applies.
+        kernel_initializer: Initializer for `kernel` (default: Madsen &
+            Johansen's, `keras_nalu.initializers.NAUUniform`).
+        kernel_regularizer: Regularizer for `kernel`, on top of the penalty.
+        kernel_constraint: Constraint for `kernel`; the kernel is clipped to
+            `[-1, 1]` after it.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: A tensor of rank >= 2.
+        training: Whether to count the step and add the penalty.
+
+    Input shape:
+        N-D tensor with shape `(batch_size, ..., input_dim)`.
+
+    Output shape:
+        N-D tensor with shape `(batch_size, ..., units)`.
+
+    Attributes:
+        kernel: The trainable weight, `(input_dim, units)`.
+        regularization_step: Training calls counted so far.
+        effective_kernel: `clip(kernel, -1, 1)` (read-only).
+        regularization_weight: The penalty's current weight (read-only).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras
+    >>> from keras_nalu import NAU
+    >>> layer = NAU(1, kernel_initializer=keras.initializers.Constant(1.0))
+    >>> keras.ops.convert_to_numpy(layer(np.array([[1.0, 2.0, 3.0]]))).tolist()
+    [[6.0]]
+
+    Reference:
+        Madsen & Johansen, 2020, "Neural Arithmetic Units", ICLR,
+        https://openreview.net/forum?id=H1gNOeHKPS
+    """
+
+    def __init__(
+        self,
+        units,
+        regularization_strength=DEFAULT_SCHEDULE["regularization_strength"],
+        regularization_start=DEFAULT_SCHEDULE["regularization_start"],
+        regularization_end=DEFAULT_SCHEDULE["regularization_end"],
+        kernel_initializer="keras_nalu>NAUUniform",
+        kernel_regularizer=None,
+        kernel_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            regularization_strength,
+            regularization_start,
+            regularization_end,
+            kernel_initializer,
+            kernel_regularizer,
+            kernel_constraint,
+            **kwargs,
+        )
+
+    def _unit(self, x, w):
+        return nalu_ops.nau(x, w)

@@ -1,0 +1,91 @@
+import keras
+
+from keras_nalu import ops as nalu_ops
+from keras_nalu.layers import _validation
+from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
+from keras_nalu.layers.nmu import NMU
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class NMRU(NMU):
+    """Neural multiplicative reciprocal unit: multiplies and divides inputs.
+
+    An NMU over the inputs and their reciprocals: `z = concat(x, 1 / x)`,
+    `y_j = prod_i (W_ij z_i + 1 - W_ij)` with `W` of shape
+    `(2 * input_dim, units)` clipped to `[0, 1]`. A weight 1 in the first half
+    multiplies by `x_i`, in the second half divides by it. `|1 / x|` is bounded
+    by `1 / epsilon`, so a zero input gives a large finite value, not `inf`.
+    The sparsity penalty and its schedule are the NMU's.
+
+    Args:
+        units: Positive integer, dimensionality of the output space.
+        epsilon: Positive float, the smallest `|x|` a reciprocal is taken of.
+        regularization_strength, regularization_start, regularization_end:
+            The penalty's schedule, as for `keras_nalu.NAU`.
+        kernel_initializer, kernel_regularizer, kernel_constraint: As for
+            `keras_nalu.NMU`.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: A tensor of rank >= 2.
+        training: Whether to count the step and add the penalty.
+
+    Input shape:
+        N-D tensor with shape `(batch_size, ..., input_dim)`.
+
+    Output shape:
+        N-D tensor with shape `(batch_size, ..., units)`.
+
+    Attributes:
+        kernel: The trainable weight, `(2 * input_dim, units)`: rows
+            `[0, input_dim)` read `x`, the rest read `1 / x`.
+        regularization_step: Training calls counted so far.
+        effective_kernel: `clip(kernel, 0, 1)` (read-only).
+        regularization_weight: The penalty's current weight (read-only).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras
+    >>> from keras_nalu import NMRU
+    >>> divide = keras.initializers.Constant([[1.0], [0.0], [0.0], [1.0]])
+    >>> layer = NMRU(1, kernel_initializer=divide)  # x_0 / x_1
+    >>> keras.ops.convert_to_numpy(layer(np.array([[6.0, -4.0]]))).tolist()
+    [[-1.5]]
+
+    Reference:
+        Mistry, Farrahi & Hare, 2021, "Learning Division with Neural
+        Arithmetic Logic Modules", https://arxiv.org/abs/2110.05177
+    """
+
+    _rows_per_input = 2
+
+    def __init__(
+        self,
+        units,
+        epsilon=nalu_ops.DEFAULT_EPSILON,
+        regularization_strength=DEFAULT_SCHEDULE["regularization_strength"],
+        regularization_start=DEFAULT_SCHEDULE["regularization_start"],
+        regularization_end=DEFAULT_SCHEDULE["regularization_end"],
+        kernel_initializer="keras_nalu>NMUUniform",
+        kernel_regularizer=None,
+        kernel_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            regularization_strength,
+            regularization_start,
+            regularization_end,
+            kernel_initializer,
+            kernel_regularizer,
+            kernel_constraint,
+            **kwargs,
+        )
+        self.epsilon = _validation.positive_float("epsilon", epsilon)
+
+    def _unit(self, x, w):
+        return nalu_ops.nmru(x, w, self.epsilon)
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}

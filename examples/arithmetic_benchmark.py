@@ -43,7 +43,21 @@ QUICK = {
     "seeds": 5,
     "iterations": 20_000,
 }
-NAMES = {"linear": "Linear", "relu6": "ReLU6", "nac": "NAC", "nalu": "NALU"}
+NAMES = {
+    "linear": "Linear",
+    "relu6": "ReLU6",
+    "nac": "NAC",
+    "nalu": "NALU",
+    "nau": "NAU",
+    "nmu": "NAU-NMU",
+    "nmru": "NAU-NMRU",
+    "inalu": "iNALU",
+}
+# --signed: inputs of both signs, extrapolation on both sides of the training range.
+SIGNED = {
+    "interpolation_range": (-2.0, 2.0),
+    "extrapolation_range": ((-6.0, -2.0), (2.0, 6.0)),
+}
 
 
 def parse_args(argv=None):
@@ -59,8 +73,27 @@ def parse_args(argv=None):
         action="store_true",
         help="all operations; Linear, ReLU6, NAC, NALU; 5 seeds; 20,000 iterations",
     )
-    parser.add_argument("--json", default="results/arithmetic_benchmark.json")
-    parser.add_argument("--png", default="results/arithmetic_benchmark.png")
+    parser.add_argument(
+        "--learning-rate", type=float, default=1e-3, help="Adam's (default 1e-3)"
+    )
+    parser.add_argument(
+        "--regularization",
+        nargs=3,
+        type=float,
+        metavar=("STRENGTH", "START", "END"),
+        help="the units' penalty schedule (default: the layers' defaults)",
+    )
+    parser.add_argument(
+        "--signed",
+        action="store_true",
+        help="train on U[-2, 2], extrapolate on U[-6, -2] u U[2, 6]",
+    )
+    parser.add_argument(
+        "--json", help="default results/arithmetic_benchmark[_signed].json"
+    )
+    parser.add_argument(
+        "--png", help="default results/arithmetic_benchmark[_signed].png"
+    )
     parser.add_argument(
         "--from-json",
         help="print the tables and plot of a saved run instead of training",
@@ -68,9 +101,24 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.from_json:
         saved = json.loads(Path(args.from_json).read_text())
-        for name in ("operations", "models", "seeds", "iterations"):
-            setattr(args, name, saved["arguments"][name])
+        for name in ("operations", "models", "seeds", "iterations", "signed"):
+            setattr(args, name, saved["arguments"].get(name, False))
+        args.png = args.png or "results/arithmetic_benchmark_from_json.png"
         return args
+    stem = "results/arithmetic_benchmark" + ("_signed" if args.signed else "")
+    args.json = args.json or f"{stem}.json"
+    args.png = args.png or f"{stem}.png"
+    if not args.learning_rate > 0:
+        parser.error("--learning-rate must be a positive number")
+    if args.regularization is not None:
+        strength, start, end = args.regularization
+        if not (strength >= 0 and 0 <= start <= end and start == int(start)
+                and end == int(end)):  # fmt: skip
+            parser.error(
+                "--regularization expects STRENGTH >= 0 and integer steps "
+                "0 <= START <= END"
+            )
+        args.regularization = [strength, int(start), int(end)]
     defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
     for name, value in defaults.items():
         if getattr(args, name) is None:
@@ -104,7 +152,7 @@ def tables(results, args):
 
     def paper_scale(split, index):
         def cell_of(runs, op, model):
-            paper = PAPER_TABLE_1.get(model, {}).get(op)
+            paper = None if args.signed else PAPER_TABLE_1.get(model, {}).get(op)
             ours = cell(np.median([r[f"{split}_paper"] for r in runs]))
             return ours + (f" ({paper[index]})" if paper else "")
 
@@ -166,8 +214,9 @@ def plot(results, args):
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate")
     ax.set_title(
-        f"Static task, {args.seeds} seeds, {args.iterations} iterations "
-        "(strict criterion, Wilson 95%)"
+        f"Static task{' (signed inputs)' if args.signed else ''}, {args.seeds} "
+        f"seeds, {args.iterations} iterations (strict criterion, Wilson 95%)",
+        fontsize=9,
     )
     ax.legend(fontsize=8, ncol=len(args.models))
     fig.tight_layout()
@@ -198,7 +247,13 @@ def main(argv=None):
     results, speed = [], {}
     for model in args.models:
         bench = StaticBenchmark(
-            model, args.operations, range(args.seeds), eval_size=args.eval_size
+            model,
+            args.operations,
+            range(args.seeds),
+            learning_rate=args.learning_rate,
+            eval_size=args.eval_size,
+            regularization=args.regularization or "default",
+            **(SIGNED if args.signed else {}),
         )
         print(
             f"{NAMES.get(model, model)}: {len(bench.runs)} runs "

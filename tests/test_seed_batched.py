@@ -6,13 +6,15 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu import NAC, NALU
+from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU
 from keras_nalu.tasks import StaticArithmetic
 from keras_nalu.tasks.seed_batched import (
     MODELS,
+    UNIT_MODELS,
     StaticBenchmark,
     forward,
     init_params,
+    penalty,
 )
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "examples" / "arithmetic_benchmark.py"
@@ -29,18 +31,94 @@ def test_init_of_a_seed_does_not_depend_on_the_other_seeds():
             np.testing.assert_array_equal(both[name][1], alone[name][0])
 
 
-@pytest.mark.parametrize("model, layer_cls", [("nac", NAC), ("nalu", NALU)])
-def test_forward_equals_the_keras_layers_with_the_same_weights(model, layer_cls):
-    params = init_params(model, [7], 10)
-    names = ["w_hat", "m_hat"] + (["gate"] if model == "nalu" else [])
-    layers = [layer_cls(2), layer_cls(1)]
+LAYERS = {"nac": NAC, "nalu": NALU, "nau": NAU, "nmu": NMU, "nmru": NMRU,
+          "inalu": INALU}  # fmt: skip
+
+
+def keras_twin(model, params):
+    """The Keras model of `model` with the first seed's weights of `params`."""
+    layers = [
+        LAYERS[kind](units)
+        for kind, units in zip(UNIT_MODELS[model], (2, 1), strict=True)
+    ]
     keras_model = keras.Sequential([keras.Input((10,)), *layers])
     for i, layer in enumerate(layers):
-        layer.set_weights([params[f"{n}_{i}"][0] for n in names])
+        weights = {w.name: w for w in layer.weights}
+        for name, value in params.items():
+            if name.endswith(f"_{i}"):
+                name = name[: -len(f"_{i}")]
+                weights["gate_kernel" if name == "gate" and model == "nalu" else name]\
+                    .assign(value[0])  # fmt: skip
+    return keras_model
+
+
+@pytest.mark.parametrize("model", list(UNIT_MODELS))
+def test_forward_and_penalty_equal_the_keras_layers_with_the_same_weights(model):
+    params = init_params(model, [7], 10)
+    keras_model = keras_twin(model, params)
     x = np.random.default_rng(0).uniform(1, 2, (5, 10)).astype("float32")
     want = keras.ops.convert_to_numpy(keras_model(x))
     got = keras.ops.convert_to_numpy(forward(model, params, x[None]))[0]
     np.testing.assert_allclose(got, want, rtol=1e-5)
+    if model in ("nac", "nalu"):
+        return
+    # The layers' own penalties, as they add them to the loss.
+    keras_model.compile(loss="mse")
+    for layer in keras_model.layers:
+        layer.regularization_strength = 1.0
+        layer.regularization_start = layer.regularization_end = 0
+    keras_model(x, training=True)
+    want = sum(float(loss) for loss in keras_model.losses)
+    got = float(keras.ops.convert_to_numpy(penalty(model, params))[0])
+    assert got == pytest.approx(want, rel=1e-5) and got > 0
+
+
+def test_initial_weights_follow_the_keras_layers_default_ranges():
+    params = init_params("nmru", range(20), 100)
+    assert params["kernel_0"].shape == (20, 100, 2)
+    assert params["kernel_1"].shape == (20, 4, 1)
+    assert 0.25 <= params["kernel_1"].min() and params["kernel_1"].max() <= 0.75
+    assert np.abs(params["kernel_0"]).max() <= np.sqrt(6 / 102)
+    inalu = init_params("inalu", [0, 1], 100)
+    assert inalu["gate_0"].shape == (2, 2) and not inalu["gate_0"].any()
+
+
+@pytest.mark.parametrize("model", ["nau", "inalu"])
+def test_loss_adds_the_penalty_on_its_schedule(model):
+    bench = small(model, "add", [0, 1], regularization=(3.0, 10, 20))
+    x, y = bench._batch(np.int64(1))
+    mse = np.mean(np.square(forward(model, bench.params, x).numpy() - y), axis=(1, 2))
+    expected_penalty = penalty(model, bench.params).numpy()
+    assert (expected_penalty > 0).all()
+    for step, weight in [(5, 0.0), (15, 1.5), (40, 3.0)]:
+        bench.step.assign(step)
+        np.testing.assert_allclose(
+            bench._losses(x, y), mse + weight * expected_penalty, rtol=1e-5
+        )
+    unpenalized = small(model, "add", [0, 1], regularization=None)
+    np.testing.assert_allclose(unpenalized._losses(x, y), mse, rtol=1e-5)
+
+
+def test_training_keeps_clipped_kernels_in_their_range():
+    bench = small("nmu", "mul", [0], learning_rate=1.0)
+    bench.run(20, eval_every=20)
+    assert np.abs(bench.params["kernel_0"].numpy()).max() <= 1
+    kernel = bench.params["kernel_1"].numpy()
+    assert kernel.min() >= 0 and kernel.max() <= 1
+    assert np.isin(kernel, [0.0, 1.0]).any()  # pushed to a bound, held there
+
+
+def test_signed_inputs_extrapolate_on_a_union_of_intervals():
+    bench = small("nmu", "mul", [0], interpolation_range=(-2.0, 2.0),
+                  extrapolation_range=((2.0, 6.0), (-6.0, -2.0)))  # fmt: skip
+    x, _ = bench.test_sets["extrapolation"]
+    x = np.abs(x.numpy())
+    assert (x >= 2).all() and (x <= 6).all()
+    assert (bench.test_sets["extrapolation"][0].numpy() < 0).mean() == pytest.approx(
+        0.5, abs=0.05
+    )
+    batch, _ = bench._batch(np.int64(1))
+    assert (batch.numpy() < 0).any() and (np.abs(batch.numpy()) <= 2).all()
 
 
 @pytest.mark.parametrize("model", ["relu6", "crelu", "linear"])
@@ -118,6 +196,12 @@ def test_summary_selects_by_interpolation_and_applies_the_threshold():
         ({"seeds": [-1]}, "`seeds`.*seeds=-1"),
         ({"operations": "pow"}, "`operation`.*operation='pow'"),
         ({"batch_size": 0}, "`batch_size`.*batch_size=0"),
+        ({"model": "nau", "regularization": (1.0, 5, 2)}, "`regularization`"),
+        ({"model": "nau", "regularization": 3}, "`regularization`"),
+        (
+            {"interpolation_range": ((1.0, 2.0), (3.0, 4.0))},
+            "`interpolation_range`, expected a pair",
+        ),
     ],
 )
 def test_invalid_arguments_raise(kwargs, message):

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from keras_nalu.tasks import OPERATIONS, StaticArithmetic
+from keras_nalu.tasks.static_arithmetic import draw_uniform
 
 
 def test_slices_are_fixed_by_the_seed_and_follow_the_protocol():
@@ -81,6 +82,11 @@ def test_samples_and_batches_are_reproducible_and_fresh():
         ({"subset_ratio": 0.8}, "need 120 inputs.*input_size=100"),
         ({"interpolation_range": (2, 1)}, "`interpolation_range`.*low < high"),
         ({"extrapolation_range": "26"}, "`extrapolation_range`.*low < high"),
+        (
+            {"extrapolation_range": ((-6, -1), (-2, 6))},
+            "`extrapolation_range`.*do not overlap",
+        ),
+        ({"interpolation_range": ((-6, -2), (2, 6))}, "`interpolation_range`.*high. R"),
     ],
 )
 def test_invalid_arguments_raise(kwargs, message):
@@ -107,3 +113,23 @@ def test_invalid_split_raises():
 
 def test_operations_are_the_papers_six():
     assert sorted(OPERATIONS) == ["add", "div", "mul", "sqrt", "square", "sub"]
+
+
+def test_extrapolation_range_may_be_a_union_drawn_with_flat_density():
+    task = StaticArithmetic(
+        "mul", interpolation_range=(-2, 2), extrapolation_range=((2, 6), (-6, -2))
+    )
+    assert task.extrapolation_range == ((-6.0, -2.0), (2.0, 6.0))
+    x, y = task.sample(5000, "extrapolation", seed=0)
+    assert (np.abs(x) >= 2).all() and (np.abs(x) <= 6).all()
+    assert (x < 0).mean() == pytest.approx(0.5, abs=0.01)
+    np.testing.assert_allclose(y, task.targets(x), rtol=1e-5, atol=1e-3)
+
+
+def test_draw_uniform_over_a_union_weights_intervals_by_length():
+    x = draw_uniform(np.random.default_rng(0), ((0.0, 1.0), (5.0, 8.0)), (100_000,))
+    assert ((x >= 0) & (x <= 1)).mean() == pytest.approx(0.25, abs=0.01)
+    assert ((x >= 5) & (x <= 8)).mean() == pytest.approx(0.75, abs=0.01)
+    assert not ((x > 1) & (x < 5)).any()
+    one = draw_uniform(np.random.default_rng(0), (1.0, 2.0), (3,))
+    np.testing.assert_array_equal(one, np.random.default_rng(0).uniform(1, 2, 3))

@@ -4,7 +4,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from keras_nalu.tasks.static_arithmetic import OPERATIONS
+from keras_nalu.tasks.static_arithmetic import OPERATIONS, draw_uniform
 
 
 def mean_squared_error(y_true, y_pred):
@@ -56,10 +56,10 @@ def success_threshold(task, epsilon=1e-5, samples=1_000_000, seed=0):
     perturbed[task.b_slice, 1] = 1.0 - epsilon
     operation = OPERATIONS[task.operation]
     rng = np.random.default_rng(seed)
-    low, high = task.extrapolation_range
     total, chunk = 0.0, 100_000
     for start in range(0, samples, chunk):
-        x = rng.uniform(low, high, size=(min(chunk, samples - start), task.input_size))
+        shape = (min(chunk, samples - start), task.input_size)
+        x = draw_uniform(rng, task.extrapolation_range, shape)
         got = operation(*(x @ perturbed).T)
         total += float(np.sum(np.square(got - task.targets(x)[:, 0])))
     return total / samples

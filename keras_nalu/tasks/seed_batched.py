@@ -22,6 +22,7 @@ from keras import ops
 
 from keras_nalu import ops as nalu_ops
 from keras_nalu.layers import _validation
+from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from keras_nalu.tasks.metrics import paper_scale, sparsity_error, success_threshold
 from keras_nalu.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
 
@@ -39,20 +40,64 @@ MLP_ACTIVATIONS = (
     "crelu",
     "linear",
 )
-UNIT_MODELS = ("nac", "nalu")
-MODELS = UNIT_MODELS + MLP_ACTIVATIONS
+# Each unit model is two layers, input -> HIDDEN -> 1, of these kinds.
+UNIT_MODELS = {
+    "nac": ("nac", "nac"),
+    "nalu": ("nalu", "nalu"),
+    "nau": ("nau", "nau"),
+    "nmu": ("nau", "nmu"),
+    "nmru": ("nau", "nmru"),
+    "inalu": ("inalu", "inalu"),
+}
+MODELS = tuple(UNIT_MODELS) + MLP_ACTIVATIONS
+
+# Clipping of the NAU-family kernels, as in the layers.
+_BOUNDS = {"nau": (-1.0, 1.0), "nmu": (0.0, 1.0), "nmru": (0.0, 1.0)}
+
+# The penalty schedules, `(strength, start, end)`: the layers' defaults.
+SCHEDULES = {
+    "nau": tuple(DEFAULT_SCHEDULE.values()),
+    "nmu": tuple(DEFAULT_SCHEDULE.values()),
+    "nmru": tuple(DEFAULT_SCHEDULE.values()),
+    "inalu": (1.0, 20_000, 35_000),
+}
+
+
+def _uniform(rng, seeds, shape, center, limit):
+    return rng.uniform(center - limit, center + limit, size=(seeds, *shape))
 
 
 def _glorot(rng, seeds, fan_in, fan_out):
-    limit = math.sqrt(6.0 / (fan_in + fan_out))
-    return rng.uniform(-limit, limit, size=(seeds, fan_in, fan_out))
+    return _uniform(
+        rng, seeds, (fan_in, fan_out), 0.0, math.sqrt(6.0 / (fan_in + fan_out))
+    )
+
+
+def _init_layer(kind, rng, fan_in, fan_out):
+    """One layer's initial weights, as the Keras layer's default initializers."""
+    glorot_limit = math.sqrt(6.0 / (fan_in + fan_out))
+    if kind in ("nac", "nalu"):
+        names = ("w_hat", "m_hat") + (("gate",) if kind == "nalu" else ())
+        return {name: _glorot(rng, 1, fan_in, fan_out) for name in names}
+    if kind == "nau":  # NAUUniform
+        return {
+            "kernel": _uniform(rng, 1, (fan_in, fan_out), 0.0, min(0.5, glorot_limit))
+        }
+    if kind in ("nmu", "nmru"):  # NMUUniform, over 2 * fan_in rows for the NMRU
+        rows = fan_in * (2 if kind == "nmru" else 1)
+        limit = min(0.25, math.sqrt(6.0 / (rows + fan_out)))
+        return {"kernel": _uniform(rng, 1, (rows, fan_out), 0.5, limit)}
+    names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")  # inalu
+    weights = {name: _glorot(rng, 1, fan_in, fan_out) for name in names}
+    return {**weights, "gate": np.zeros((1, fan_out))}
 
 
 def init_params(model, seeds, input_size):
     """Initial weights of `model` for each seed of `seeds`, stacked on axis 0.
 
-    Glorot-uniform kernels (the Keras default of every layer used) and zero
-    biases, drawn from each seed alone. Returns a dict of float32 arrays.
+    The Keras default initializers of every layer used (Glorot-uniform
+    kernels, zero biases and iNALU gates, Madsen & Johansen's for NAU, NMU
+    and NMRU), drawn from each seed alone. Returns a dict of float32 arrays.
     """
     per_seed = [_init_one(model, input_size, seed) for seed in seeds]
     return {name: np.stack([p[name] for p in per_seed]) for name in per_seed[0]}
@@ -64,10 +109,12 @@ def _init_one(model, input_size, seed):
     width = 2 * HIDDEN if model == "crelu" else HIDDEN
     if model in UNIT_MODELS:
         params = {}
-        for layer, (fan_in, fan_out) in enumerate(((input_size, HIDDEN), (HIDDEN, 1))):
-            names = ("w_hat", "m_hat") + (("gate",) if model == "nalu" else ())
-            for name in names:
-                params[f"{name}_{layer}"] = _glorot(rng, seeds, fan_in, fan_out)
+        shapes = ((input_size, HIDDEN), (HIDDEN, 1))
+        for layer, (kind, shape) in enumerate(
+            zip(UNIT_MODELS[model], shapes, strict=True)
+        ):
+            for name, value in _init_layer(kind, rng, *shape).items():
+                params[f"{name}_{layer}"] = value
     elif model in MLP_ACTIVATIONS:
         params = {
             "kernel_0": _glorot(rng, seeds, input_size, HIDDEN),
@@ -83,16 +130,38 @@ def _init_one(model, input_size, seed):
     return {name: value[0].astype("float32") for name, value in params.items()}
 
 
+def _nac_weights(params, layer, prefix=""):
+    return nalu_ops.nac_weight(
+        params[f"{prefix}w_hat_{layer}"], params[f"{prefix}m_hat_{layer}"]
+    )
+
+
+def _apply_layer(kind, params, layer, h, epsilon):
+    if kind == "nac":
+        return nalu_ops.nac(h, _nac_weights(params, layer))
+    if kind == "nalu":
+        w = _nac_weights(params, layer)
+        return nalu_ops.nalu(h, w, params[f"gate_{layer}"], epsilon=epsilon)
+    if kind == "inalu":
+        return nalu_ops.inalu(
+            h,
+            _nac_weights(params, layer),
+            _nac_weights(params, layer, "mul_"),
+            params[f"gate_{layer}"][:, None, :],
+            epsilon=epsilon,
+        )
+    kernel = params[f"kernel_{layer}"]
+    if kind == "nmru":
+        return nalu_ops.nmru(h, kernel, epsilon)
+    return {"nau": nalu_ops.nau, "nmu": nalu_ops.nmu}[kind](h, kernel)
+
+
 def forward(model, params, x, epsilon=nalu_ops.DEFAULT_EPSILON):
     """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`."""
     if model in UNIT_MODELS:
         h = x
-        for layer in (0, 1):
-            w = nalu_ops.nac_weight(params[f"w_hat_{layer}"], params[f"m_hat_{layer}"])
-            if model == "nac":
-                h = nalu_ops.nac(h, w)
-            else:
-                h = nalu_ops.nalu(h, w, params[f"gate_{layer}"], epsilon=epsilon)
+        for layer, kind in enumerate(UNIT_MODELS[model]):
+            h = _apply_layer(kind, params, layer, h, epsilon)
         return h
     h = ops.matmul(x, params["kernel_0"]) + params["bias_0"][:, None, :]
     if model == "crelu":
@@ -102,11 +171,62 @@ def forward(model, params, x, epsilon=nalu_ops.DEFAULT_EPSILON):
     return ops.matmul(h, params["kernel_1"]) + params["bias_1"][:, None, :]
 
 
+def penalty(model, params):
+    """The sum over layers of each unit's penalty, per seed: shape `(seeds,)`.
+
+    The sparsity penalty of NAU, NMU and NMRU kernels, iNALU's penalty of its
+    latent weights (averaged over the four), as the layers add them; 0 for the
+    other models.
+    """
+    total = 0.0
+    for layer, kind in enumerate(UNIT_MODELS.get(model, ())):
+        if kind in _BOUNDS:
+            kernel = ops.clip(params[f"kernel_{layer}"], *_BOUNDS[kind])
+            total += nalu_ops.sparsity_penalty(kernel)
+        elif kind == "inalu":
+            names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")
+            total += sum(
+                nalu_ops.inalu_penalty(params[f"{n}_{layer}"]) for n in names
+            ) / len(names)
+    return total
+
+
+def bounds(model):
+    """`{param name: (low, high)}` of the parameters clipped after each update."""
+    return {
+        f"kernel_{layer}": _BOUNDS[kind]
+        for layer, kind in enumerate(UNIT_MODELS.get(model, ()))
+        if kind in _BOUNDS
+    }
+
+
 def first_layer_weight(model, params):
-    """The first layer's effective `W` per seed (NAC/NALU), else None."""
-    if model not in UNIT_MODELS:
-        return None
-    return nalu_ops.nac_weight(params["w_hat_0"], params["m_hat_0"])
+    """The first layer's effective `W` per seed (NAC, NALU, NAU), else None."""
+    kind = UNIT_MODELS.get(model, (None,))[0]
+    if kind in ("nac", "nalu"):
+        return _nac_weights(params, 0)
+    if kind == "nau":
+        return ops.clip(params["kernel_0"], -1.0, 1.0)
+    return None
+
+
+def _schedule(value):
+    ok = isinstance(value, (tuple, list)) and len(value) == 3
+    if ok:
+        try:
+            strength = _validation.non_negative_float("strength", value[0])
+            start = _validation.non_negative_int("start", value[1])
+            end = _validation.non_negative_int("end", value[2])
+            ok = end >= start
+        except ValueError:
+            ok = False
+    if not ok:
+        raise ValueError(
+            "Received an invalid value for `regularization`, expected None or "
+            "(strength >= 0, start >= 0, end >= start) with integer steps. "
+            f"Received: regularization={value!r}"
+        )
+    return strength, start, end
 
 
 class StaticBenchmark:
@@ -126,7 +246,12 @@ class StaticBenchmark:
         learning_rate: Adam's learning rate.
         eval_size: Examples per run in each of the fixed interpolation and
             extrapolation test sets.
-        task_kwargs: Passed to `StaticArithmetic` (ranges, sizes).
+        regularization: `(strength, start, end)` of the units' penalty
+            schedule (default: `SCHEDULES[model]`, the layers' defaults), or
+            None for no penalty. Ignored by models without one.
+        task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
+            interpolation range must be one interval (batches are drawn in
+            the graph); the extrapolation range may be a union.
     """
 
     def __init__(
@@ -137,6 +262,7 @@ class StaticBenchmark:
         batch_size=128,
         learning_rate=1e-3,
         eval_size=10_000,
+        regularization="default",
         **task_kwargs,
     ):
         if model not in MODELS:
@@ -155,11 +281,25 @@ class StaticBenchmark:
         self.batch_size = _validation.positive_int("batch_size", batch_size)
         self.learning_rate = _validation.positive_float("learning_rate", learning_rate)
         eval_size = _validation.positive_int("eval_size", eval_size)
+        if regularization == "default":
+            regularization = SCHEDULES.get(model)
+        self.regularization = (
+            None
+            if regularization is None or model not in SCHEDULES
+            else _schedule(regularization)
+        )
+        self._bounds = bounds(model)
         self.runs = [(op, seed) for op in operations for seed in seeds]
         self.tasks = [
             StaticArithmetic(op, seed=seed, **task_kwargs) for op, seed in self.runs
         ]
         self.input_size = self.tasks[0].input_size
+        if np.ndim(self.tasks[0].interpolation_range) != 1:
+            raise ValueError(
+                "Received an invalid value for `interpolation_range`, expected "
+                "one interval (low, high): batches are drawn in the graph. "
+                f"Received: interpolation_range={task_kwargs['interpolation_range']}"
+            )
         # The threshold depends on the operation, not on where the slices lie.
         thresholds = {op: success_threshold(self._task(op)) for op in operations}
         self.thresholds = np.array([thresholds[op] for op, _ in self.runs])
@@ -224,6 +364,16 @@ class StaticBenchmark:
         )
         return x, self._targets(x)
 
+    def _losses(self, x, y):
+        """Each run's loss `(runs,)`: its MSE plus its scheduled penalty."""
+        error = forward(self.model, self.params, x) - y
+        loss = tf.reduce_mean(tf.square(error), axis=[1, 2])
+        if self.regularization is not None:
+            strength, start, end = self.regularization
+            weight = strength * nalu_ops.ramp(self.step, start, end)
+            loss += weight * penalty(self.model, self.params)
+        return loss
+
     def _train_steps(self, steps):
         beta_1, beta_2, eps = 0.9, 0.999, 1e-7
         names = list(self.params)
@@ -231,9 +381,8 @@ class StaticBenchmark:
             self.step.assign_add(1)
             x, y = self._batch(self.step)
             with tf.GradientTape() as tape:
-                error = forward(self.model, self.params, x) - y
-                # The sum over runs of each run's mean: independent gradients.
-                loss = tf.reduce_sum(tf.reduce_mean(tf.square(error), axis=[1, 2]))
+                # The sum over runs of each run's loss: independent gradients.
+                loss = tf.reduce_sum(self._losses(x, y))
             grads = tape.gradient(loss, [self.params[n] for n in names])
             t = tf.cast(self.step, tf.float32)
             scale = self.learning_rate * tf.sqrt(1 - beta_2**t) / (1 - beta_1**t)
@@ -241,7 +390,10 @@ class StaticBenchmark:
                 m, v = self._moments[name]
                 m.assign(beta_1 * m + (1 - beta_1) * grad)
                 v.assign(beta_2 * v + (1 - beta_2) * tf.square(grad))
-                self.params[name].assign_sub(scale * m / (tf.sqrt(v) + eps))
+                updated = self.params[name] - scale * m / (tf.sqrt(v) + eps)
+                if name in self._bounds:
+                    updated = tf.clip_by_value(updated, *self._bounds[name])
+                self.params[name].assign(updated)
 
     def _mse(self):
         return {

@@ -1,5 +1,6 @@
 """The static arithmetic task of Trask et al. (2018), Section 4.1, Appendix B."""
 
+import itertools
 import numbers
 
 import keras
@@ -66,7 +67,8 @@ class StaticArithmetic:
             slice length.
         interpolation_range: `(low, high)` of the training and interpolation
             inputs.
-        extrapolation_range: `(low, high)` of the extrapolation inputs.
+        extrapolation_range: `(low, high)` of the extrapolation inputs, or a
+            union of intervals, e.g. `((-6, -2), (2, 6))` for signed inputs.
         seed: Fixes the slices.
 
     Example:
@@ -93,7 +95,9 @@ class StaticArithmetic:
         self.subset_ratio = _fraction("subset_ratio", subset_ratio, low=0.0)
         self.overlap_ratio = _fraction("overlap_ratio", overlap_ratio)
         self.interpolation_range = _range("interpolation_range", interpolation_range)
-        self.extrapolation_range = _range("extrapolation_range", extrapolation_range)
+        self.extrapolation_range = _range(
+            "extrapolation_range", extrapolation_range, union=True
+        )
         self.seed = seed
 
         subset = max(1, int(self.subset_ratio * self.input_size))
@@ -125,13 +129,13 @@ class StaticArithmetic:
         """
         _validation.one_of("split", split, SPLITS)
         n = _validation.positive_int("n", n)
-        low, high = (
+        value_range = (
             self.extrapolation_range
             if split == "extrapolation"
             else self.interpolation_range
         )
         rng = np.random.default_rng(seed)
-        x = rng.uniform(low, high, size=(n, self.input_size))
+        x = draw_uniform(rng, value_range, (n, self.input_size))
         return x.astype(np.float32), self.targets(x).astype(np.float32)
 
     def training_batches(self, batch_size=128, steps=1000, seed=0):
@@ -171,15 +175,45 @@ def _fraction(name, value, low=None):
     return float(value)
 
 
-def _range(name, value):
+def _is_interval(value):
     pair = isinstance(value, (tuple, list, np.ndarray)) and np.shape(value) == (2,)
     pair = pair and all(
         isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
         for v in value
     )
-    if not pair or not value[0] < value[1]:
+    return pair and value[0] < value[1]
+
+
+def _range(name, value, union=False):
+    """`value` as `(low, high)`; with `union`, also a sequence of disjoint
+    intervals `((low, high), ...)`, returned sorted."""
+    if _is_interval(value):
+        return (float(value[0]), float(value[1]))
+    ok = union and isinstance(value, (tuple, list)) and len(value) > 0
+    ok = ok and all(_is_interval(v) for v in value)
+    intervals = sorted((float(lo), float(hi)) for lo, hi in value) if ok else []
+    ok = ok and all(a[1] <= b[0] for a, b in itertools.pairwise(intervals))
+    if not ok:
+        expected = "a pair (low, high) with low < high"
+        if union:
+            expected += ", or a sequence of such pairs that do not overlap"
         raise ValueError(
-            f"Received an invalid value for `{name}`, expected a pair "
-            f"(low, high) with low < high. Received: {name}={value!r}"
+            f"Received an invalid value for `{name}`, expected {expected}. "
+            f"Received: {name}={value!r}"
         )
-    return (float(value[0]), float(value[1]))
+    return tuple(intervals)
+
+
+def draw_uniform(rng, value_range, size):
+    """Uniform samples over `(low, high)` or a union of such intervals.
+
+    Over a union, each sample falls in an interval with probability
+    proportional to its length, so the density is flat over the union.
+    """
+    if np.ndim(value_range) == 1:
+        return rng.uniform(*value_range, size=size)
+    lows, highs = np.asarray(value_range).T  # sorted, disjoint
+    ends = np.cumsum(highs - lows)  # the union laid end to end: [0, ends[-1])
+    u = rng.uniform(0.0, ends[-1], size=size)
+    which = np.minimum(np.searchsorted(ends, u, side="right"), len(ends) - 1)
+    return lows[which] + u - (ends[which] - (highs - lows)[which])

@@ -68,3 +68,14 @@ def test_example_smoke_run(tmp_path):
     data = json.loads((tmp_path / "m.json").read_text())
     assert len(data["models"]["NALU"]["val_loss"]) == 2
     assert (tmp_path / "m.png").stat().st_size > 1000
+
+
+def test_success_threshold_matches_the_analytic_value():
+    # Two inputs: a - b of the perturbed solution is (1 - 2e)(x_i - x_j), so the
+    # MSE is 4 e^2 E[(x_i - x_j)^2] = 8 e^2 var(x), var = 100^2 / 12 on U[-50, 50].
+    task = MysteryArithmetic(input_size=2, output_size=1, operations=("sub",))
+    threshold = task.success_threshold(epsilon=1e-3, samples=200_000)
+    assert threshold == pytest.approx(8e-6 * 100**2 / 12, rel=0.02)
+    exact_sum = MysteryArithmetic(input_size=2, output_size=1, operations=("add",))
+    assert exact_sum.success_threshold(epsilon=1e-3) == pytest.approx(0, abs=1e-20)
+    assert 0 < MysteryArithmetic(seed=0).success_threshold(samples=20_000) < 0.01

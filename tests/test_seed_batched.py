@@ -121,6 +121,14 @@ def test_signed_inputs_extrapolate_on_a_union_of_intervals():
     assert (batch.numpy() < 0).any() and (np.abs(batch.numpy()) <= 2).all()
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt")
+def test_nan_targets_of_one_operation_do_not_leak_into_the_others():
+    # sqrt of a negative sum is NaN; the a*b runs beside it must be unaffected.
+    bench = small("nmu", ["mul", "sqrt"], [0], interpolation_range=(-2.0, 2.0))
+    _, y = bench._batch(np.int64(1))
+    assert np.isfinite(y.numpy()[0]).all() and np.isnan(y.numpy()[1]).any()
+
+
 @pytest.mark.parametrize("model", ["relu6", "crelu", "linear"])
 def test_mlp_forward_shapes(model):
     params = init_params(model, [0, 1, 2], 100)

@@ -87,6 +87,30 @@ class MysteryArithmetic:
         x = np.random.default_rng(seed).uniform(low, high, size=(n, self.input_size))
         return x.astype(np.float32), self.targets(x).astype(np.float32)
 
+    def success_threshold(self, epsilon=1e-5, samples=200_000, seed=0):
+        """Test MSE of a near-perfect solution, by simulation.
+
+        The criterion of Madsen & Johansen (2020) carried over: the solution
+        whose weights are each off by `epsilon` computes output `k` as
+        `op_k(a, b)` with `a = (1 - epsilon) x_i + epsilon * sum_{m != i} x_m`
+        (and `b` likewise for `x_j`), here on `samples` test inputs.
+        """
+        epsilon = float(epsilon)
+        rng = np.random.default_rng(seed)
+        low, high = self.test_range
+        total, chunk = 0.0, 50_000
+        for start in range(0, samples, chunk):
+            x = rng.uniform(
+                low, high, size=(min(chunk, samples - start), self.input_size)
+            )
+            rest = epsilon * x.sum(axis=-1)
+            for i, j, op in self.configuration:
+                a = (1.0 - 2.0 * epsilon) * x[:, i] + rest
+                b = (1.0 - 2.0 * epsilon) * x[:, j] + rest
+                exact = OPERATIONS[op](x[:, i], x[:, j])
+                total += float(np.sum(np.square(OPERATIONS[op](a, b) - exact)))
+        return total / (samples * self.output_size)
+
     def describe(self):
         """The outputs as formulas, e.g. `["y0 = x12 * x40", ...]`."""
         return [

@@ -340,7 +340,10 @@ class StaticBenchmark:
         ab = tf.matmul(x, self._masks)  # (runs, batch, 2): a and b
         a, b = ab[..., :1], ab[..., 1:]
         every = tf.concat([f(a, b) for f in OPERATIONS.values()], axis=-1)
-        return tf.reduce_sum(every * self._op_one_hot, axis=-1, keepdims=True)
+        # Select by `where`, not by multiplying: the other operations may be
+        # NaN on signed inputs (sqrt) and NaN * 0 is NaN.
+        chosen = tf.where(self._op_one_hot > 0, every, tf.zeros_like(every))
+        return tf.reduce_sum(chosen, axis=-1, keepdims=True)
 
     def _test_set(self, split, size):
         x = np.stack(

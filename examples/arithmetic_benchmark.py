@@ -16,6 +16,7 @@ speed in ms per run-iteration.
 
     python examples/arithmetic_benchmark.py --quick
     python examples/arithmetic_benchmark.py --seeds 25 --iterations 50000
+    python examples/arithmetic_benchmark.py --from-json a.json b.json  # merged
 """
 
 import argparse
@@ -96,13 +97,16 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--from-json",
-        help="print the tables and plot of a saved run instead of training",
+        nargs="+",
+        help="print the tables and plot of saved runs instead of training "
+        "(several files are merged: e.g. one per model)",
     )
     args = parser.parse_args(argv)
     if args.from_json:
-        saved = json.loads(Path(args.from_json).read_text())
+        saved = load_saved(args.from_json, parser)
         for name in ("operations", "models", "seeds", "iterations", "signed"):
-            setattr(args, name, saved["arguments"].get(name, False))
+            setattr(args, name, saved["arguments"][name])
+        args.saved = saved
         args.png = args.png or "results/arithmetic_benchmark_from_json.png"
         return args
     stem = "results/arithmetic_benchmark" + ("_signed" if args.signed else "")
@@ -127,6 +131,47 @@ def parse_args(argv=None):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     return args
+
+
+def load_saved(paths, parser):
+    """The saved runs of `paths` merged into one result (models side by side)."""
+    merged = None
+    for path in paths:
+        saved = json.loads(Path(path).read_text())
+        saved["arguments"].setdefault("signed", False)
+        if merged is None:
+            merged = saved
+            continue
+        ours, theirs = merged["arguments"], saved["arguments"]
+        for name in ("seeds", "iterations", "signed"):
+            if ours[name] != theirs[name]:
+                parser.error(
+                    f"--from-json files differ in {name}: {ours[name]} in "
+                    f"{paths[0]}, {theirs[name]} in {path}"
+                )
+        ours["models"] += [m for m in theirs["models"] if m not in ours["models"]]
+        ours["operations"] += [
+            op for op in theirs["operations"] if op not in ours["operations"]
+        ]
+        merged["runs"] += saved["runs"]
+        merged["ms_per_run_iteration"].update(saved["ms_per_run_iteration"])
+        merged["wall_seconds"] += saved["wall_seconds"]
+    return merged
+
+
+def save(path, args, speed, seconds, results):
+    """Writes the results so far, replacing `path` only once fully written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    arguments = {k: v for k, v in vars(args).items() if k != "saved"}
+    with open(partial, "w") as f:
+        json.dump(
+            {"arguments": arguments, "ms_per_run_iteration": speed,
+             "wall_seconds": seconds, "runs": results},
+            f, indent=1,
+        )  # fmt: skip
+    partial.replace(path)
 
 
 def cell(value):
@@ -237,7 +282,7 @@ def report(results, speed, seconds, args):
 def main(argv=None):
     args = parse_args(argv)
     if args.from_json:
-        saved = json.loads(Path(args.from_json).read_text())
+        saved = args.saved
         report(
             saved["runs"], saved["ms_per_run_iteration"], saved["wall_seconds"], args
         )
@@ -269,16 +314,12 @@ def main(argv=None):
             flush=True,
         )
         results += bench.summarize(run["history"])
+        # After every model, so an interrupted benchmark keeps what it finished.
+        save(args.json, args, speed, time.perf_counter() - start, results)
     seconds = time.perf_counter() - start
 
     report(results, speed, seconds, args)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(
-            {"arguments": vars(args), "ms_per_run_iteration": speed,
-             "wall_seconds": seconds, "runs": results},
-            f, indent=1,
-        )  # fmt: skip
+    save(args.json, args, speed, seconds, results)
     print(f"Wrote {args.json} and {args.png}.")
 
 

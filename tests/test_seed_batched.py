@@ -248,3 +248,16 @@ def test_benchmark_example_smoke_run(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     tables = result.stdout[result.stdout.index("Median interpolation") :]
     assert tables.split("Wall time")[0] in again.stdout
+    # One file per model, merged back: the same tables.
+    for model in ("nac", "relu6"):
+        part = {**data, "runs": [r for r in data["runs"] if r["model"] == model]}
+        part["arguments"] = {**data["arguments"], "models": [model]}
+        (tmp_path / f"{model}.json").write_text(json.dumps(part))
+    merged = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--from-json", str(tmp_path / "nac.json"),
+         str(tmp_path / "relu6.json"), "--png", str(tmp_path / "merged.png")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    assert tables.split("Wall time")[0] in merged.stdout
+    assert not list(tmp_path.glob("*.partial"))

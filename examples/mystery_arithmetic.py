@@ -5,8 +5,9 @@
 32, Adam lr 1e-3, MSE (the blog's setup); testing on 1,000 examples from
 U[-50, 50] (the blog's code drew its test set from U[-10, 10] by mistake).
 Models, each one layer as in the blog: Dense + ReLU, NAC, NALU (paper's tied
-weights). Prints the final training and test MSE, the test MSE per kind of
-output, and saves the loss curves as a PNG.
+weights), and iNALU (sign-aware: the task's products of signed inputs need it).
+Prints the final training and test MSE, the test MSE per kind of output, whether
+each model solved the task, and saves the loss curves as a PNG.
 
     python examples/mystery_arithmetic.py
 """
@@ -23,7 +24,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu import NAC, NALU  # noqa: E402
+from keras_nalu import INALU, NAC, NALU  # noqa: E402
 from keras_nalu.tasks import SYMBOLS  # noqa: E402
 from keras_nalu.tasks.mystery import MysteryArithmetic  # noqa: E402
 
@@ -31,6 +32,7 @@ MODELS = {
     "Dense-ReLU": lambda n: keras.layers.Dense(n, activation="relu"),
     "NAC": NAC,
     "NALU": NALU,
+    "iNALU": INALU,
 }
 
 
@@ -114,8 +116,18 @@ def main(argv=None):
             + " | ".join(f"{per_kind[op]:.4g}" for op in ops_)
             + " |"
         )
+    threshold = task.success_threshold()
     print(
-        f"\nFor scale: the test targets have variance {float(y_test.var()):.4g}; "
+        f"\nSolved means a test MSE within 1% of {threshold:.3g}, that of a "
+        "solution whose weights are each off by 1e-5 (simulated): "
+        + ", ".join(
+            f"{name} {'yes' if hist['val_loss'][-1] <= 1.01 * threshold else 'no'}"
+            for name, hist, _, _ in rows
+        )
+        + "."
+    )
+    print(
+        f"For scale: the test targets have variance {float(y_test.var()):.4g}; "
         "predicting 0 everywhere gives test MSE "
         f"{float(np.square(y_test).mean()):.4g}."
     )

@@ -63,8 +63,9 @@ def test_example_smoke_run(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    for name in ("Dense-ReLU", "NAC", "NALU"):
+    for name in ("Dense-ReLU", "NAC", "NALU", "iNALU"):
         assert f"| {name} |" in result.stdout
+        assert f"{name} no" in result.stdout  # 2 epochs solve nothing
     data = json.loads((tmp_path / "m.json").read_text())
     assert len(data["models"]["NALU"]["val_loss"]) == 2
     assert (tmp_path / "m.png").stat().st_size > 1000

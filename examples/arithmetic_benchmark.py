@@ -165,6 +165,7 @@ def save(path, args, speed, seconds, results):
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     arguments = {k: v for k, v in vars(args).items() if k != "saved"}
+    arguments["models"] = list(speed)  # the models finished so far
     with open(partial, "w") as f:
         json.dump(
             {"arguments": arguments, "ms_per_run_iteration": speed,

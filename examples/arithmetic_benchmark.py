@@ -85,6 +85,12 @@ def parse_args(argv=None):
         help="the units' penalty schedule (default: the layers' defaults)",
     )
     parser.add_argument(
+        "--nmu-center",
+        type=float,
+        default=0.5,
+        help="center of the NMU/NMRU initial weights (default 0.5, M&J's)",
+    )
+    parser.add_argument(
         "--signed",
         action="store_true",
         help="train on U[-2, 2], extrapolate on U[-6, -2] u U[2, 6]",
@@ -112,6 +118,8 @@ def parse_args(argv=None):
     stem = "results/arithmetic_benchmark" + ("_signed" if args.signed else "")
     args.json = args.json or f"{stem}.json"
     args.png = args.png or f"{stem}.png"
+    if not 0.25 <= args.nmu_center <= 0.75:
+        parser.error("--nmu-center must be in [0.25, 0.75]")
     if not args.learning_rate > 0:
         parser.error("--learning-rate must be a positive number")
     if args.regularization is not None:
@@ -299,6 +307,7 @@ def main(argv=None):
             learning_rate=args.learning_rate,
             eval_size=args.eval_size,
             regularization=args.regularization or "default",
+            nmu_center=args.nmu_center,
             **(SIGNED if args.signed else {}),
         )
         print(

@@ -54,15 +54,30 @@ class NAUUniform(_CappedGlorotUniform):
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
 class NMUUniform(_CappedGlorotUniform):
-    """`U[0.5 - r, 0.5 + r]` with `r = min(0.25, sqrt(6 / (fan_in + fan_out)))`.
+    """`U[center - r, center + r]`, `r = min(0.25, sqrt(6 / (fan_in + fan_out)))`.
 
-    The NMU's: every weight starts halfway between "leave the input out" (0)
-    and "multiply it in" (1).
+    The NMU's. With the default `center=0.5` (Madsen & Johansen's) every weight
+    starts halfway between "leave the input out" (0) and "multiply it in" (1).
+    On inputs of both signs a higher center keeps the NMU from collapsing to
+    the constant 1 early in training (measured in the README: `center=0.75`).
 
     Args:
+        center: Float in `[0.25, 0.75]`, the middle of the range.
         seed: An integer or `keras.random.SeedGenerator`, as for Keras's
             initializers.
     """
 
-    center = 0.5
     cap = 0.25
+
+    def __init__(self, center=0.5, seed=None, **kwargs):
+        ok = isinstance(center, (int, float)) and not isinstance(center, bool)
+        if not (ok and 0.25 <= center <= 0.75):
+            raise ValueError(
+                "Received an invalid value for `center`, expected a number in "
+                f"[0.25, 0.75]. Received: center={center!r}"
+            )
+        super().__init__(seed=seed, **kwargs)  # Keras's own config keys
+        self.center = float(center)
+
+    def get_config(self):
+        return {**super().get_config(), "center": self.center}

@@ -302,3 +302,17 @@ def test_models_of_every_unit_serve_without_keras_nalu(tmp_path):
     served = serve_in_fresh_process(path, inputs, tmp_path)
     for key, x in inputs.items():
         np.testing.assert_allclose(served[key], to_np(model(x)), rtol=1e-5)
+
+
+def test_nmu_initializer_center_is_an_argument_that_round_trips():
+    init = NMUUniform(center=0.75, seed=3)
+    w = to_np(init((2, 500)))
+    assert 0.5 <= w.min() and w.max() <= 1.0
+    again = keras.initializers.deserialize(keras.initializers.serialize(init))
+    assert again.center == 0.75 and again.get_config() == init.get_config()
+
+
+@pytest.mark.parametrize("center", [0.2, 0.8, "0.5", True])
+def test_invalid_nmu_initializer_center_raises(center):
+    with pytest.raises(ValueError, match="`center`, expected a number in"):
+        NMUUniform(center=center)

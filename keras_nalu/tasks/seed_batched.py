@@ -21,6 +21,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_nalu import ops as nalu_ops
+from keras_nalu.initializers import NMUUniform
 from keras_nalu.layers import _validation
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from keras_nalu.tasks.metrics import paper_scale, sparsity_error, success_threshold
@@ -73,7 +74,7 @@ def _glorot(rng, seeds, fan_in, fan_out):
     )
 
 
-def _init_layer(kind, rng, fan_in, fan_out):
+def _init_layer(kind, rng, fan_in, fan_out, nmu_center=0.5):
     """One layer's initial weights, as the Keras layer's default initializers."""
     glorot_limit = math.sqrt(6.0 / (fan_in + fan_out))
     if kind in ("nac", "nalu"):
@@ -86,24 +87,25 @@ def _init_layer(kind, rng, fan_in, fan_out):
     if kind in ("nmu", "nmru"):  # NMUUniform, over 2 * fan_in rows for the NMRU
         rows = fan_in * (2 if kind == "nmru" else 1)
         limit = min(0.25, math.sqrt(6.0 / (rows + fan_out)))
-        return {"kernel": _uniform(rng, 1, (rows, fan_out), 0.5, limit)}
+        return {"kernel": _uniform(rng, 1, (rows, fan_out), nmu_center, limit)}
     names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")  # inalu
     weights = {name: _glorot(rng, 1, fan_in, fan_out) for name in names}
     return {**weights, "gate": np.zeros((1, fan_out))}
 
 
-def init_params(model, seeds, input_size):
+def init_params(model, seeds, input_size, nmu_center=0.5):
     """Initial weights of `model` for each seed of `seeds`, stacked on axis 0.
 
     The Keras default initializers of every layer used (Glorot-uniform
     kernels, zero biases and iNALU gates, Madsen & Johansen's for NAU, NMU
-    and NMRU), drawn from each seed alone. Returns a dict of float32 arrays.
+    and NMRU, whose `NMUUniform` center is `nmu_center`), drawn from each seed
+    alone. Returns a dict of float32 arrays.
     """
-    per_seed = [_init_one(model, input_size, seed) for seed in seeds]
+    per_seed = [_init_one(model, input_size, seed, nmu_center) for seed in seeds]
     return {name: np.stack([p[name] for p in per_seed]) for name in per_seed[0]}
 
 
-def _init_one(model, input_size, seed):
+def _init_one(model, input_size, seed, nmu_center):
     rng = np.random.default_rng(seed)
     seeds = 1
     width = 2 * HIDDEN if model == "crelu" else HIDDEN
@@ -113,7 +115,7 @@ def _init_one(model, input_size, seed):
         for layer, (kind, shape) in enumerate(
             zip(UNIT_MODELS[model], shapes, strict=True)
         ):
-            for name, value in _init_layer(kind, rng, *shape).items():
+            for name, value in _init_layer(kind, rng, *shape, nmu_center).items():
                 params[f"{name}_{layer}"] = value
     elif model in MLP_ACTIVATIONS:
         params = {
@@ -249,6 +251,8 @@ class StaticBenchmark:
         regularization: `(strength, start, end)` of the units' penalty
             schedule (default: `SCHEDULES[model]`, the layers' defaults), or
             None for no penalty. Ignored by models without one.
+        nmu_center: Center of the NMU and NMRU kernels' initial range
+            (`keras_nalu.initializers.NMUUniform`).
         task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
             interpolation range must be one interval (batches are drawn in
             the graph); the extrapolation range may be a union.
@@ -263,6 +267,7 @@ class StaticBenchmark:
         learning_rate=1e-3,
         eval_size=10_000,
         regularization="default",
+        nmu_center=0.5,
         **task_kwargs,
     ):
         if model not in MODELS:
@@ -289,6 +294,7 @@ class StaticBenchmark:
             else _schedule(regularization)
         )
         self._bounds = bounds(model)
+        NMUUniform(center=nmu_center)  # validates it
         self.runs = [(op, seed) for op in operations for seed in seeds]
         self.tasks = [
             StaticArithmetic(op, seed=seed, **task_kwargs) for op, seed in self.runs
@@ -322,7 +328,9 @@ class StaticBenchmark:
             split: self._test_set(split, eval_size)
             for split in ("interpolation", "extrapolation")
         }
-        initial = init_params(model, [seed for _, seed in self.runs], self.input_size)
+        initial = init_params(
+            model, [seed for _, seed in self.runs], self.input_size, nmu_center
+        )
         self.params = {k: tf.Variable(v, name=k) for k, v in initial.items()}
         self._moments = {
             k: (tf.Variable(tf.zeros_like(v)), tf.Variable(tf.zeros_like(v)))

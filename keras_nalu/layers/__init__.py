@@ -1,3 +1,4 @@
+from keras_nalu.layers.constrained_dense import ConstrainedDense
 from keras_nalu.layers.inalu import INALU
 from keras_nalu.layers.nac import NAC
 from keras_nalu.layers.nac_cell import NACCell
@@ -7,4 +8,14 @@ from keras_nalu.layers.nau import NAU
 from keras_nalu.layers.nmru import NMRU
 from keras_nalu.layers.nmu import NMU
 
-__all__ = ["INALU", "NAC", "NACCell", "NALU", "NALUCell", "NAU", "NMRU", "NMU"]
+__all__ = [
+    "ConstrainedDense",
+    "INALU",
+    "NAC",
+    "NACCell",
+    "NALU",
+    "NALUCell",
+    "NAU",
+    "NMRU",
+    "NMU",
+]

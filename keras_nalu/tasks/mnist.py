@@ -1,0 +1,474 @@
+"""Handwritten digits for the image experiments of Trask et al. (2018).
+
+Section 4.2 and Appendix C (MNIST digit counting and addition, Table 2) and
+Section 4.6 (MNIST parity and the NAC ablation, Table 4).
+
+`load_digit_images` reads MNIST through `tensorflow_datasets` from a prepared
+data folder, never downloading: without prepared data it fails at once with a
+message that says how to prepare it. `dataset="digits"` reads instead the 1,797
+8x8 handwritten digits that scikit-learn ships (`sklearn.datasets.load_digits`),
+which need no download.
+
+The sequence tasks (counting, addition) draw sequences of digit images;
+`sample_sequences` returns indices into an image array, so a model can be fed
+long sequences batch by batch and a per-image encoder can embed each image once.
+The parity task places 0 to `max_digits` digits on a blank canvas; its label is
+the parity of the number of even digits (see `place_digits`).
+
+Example:
+
+>>> import numpy as np
+>>> from keras_nalu.tasks import mnist
+>>> images, labels = mnist.load_digit_images("digits", "test")
+>>> images.shape, labels.shape
+((500, 8, 8, 1), (500,))
+>>> index = mnist.sample_sequences(len(labels), n=2, length=10, seed=0)
+>>> x = images[index]  # (2, 10, 8, 8, 1): two sequences of 10 images
+>>> mnist.count_targets(labels[index]).sum(axis=1).tolist()
+[10.0, 10.0]
+"""
+
+import os
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_nalu.layers import _validation
+
+DATASETS = ("mnist", "digits")
+SPLITS = ("train", "test")
+NUM_CLASSES = 10
+DIGITS_TEST_SIZE = 500  # load_digits has no split: 500 held out, 1,297 to train
+SEQUENCE_TASKS = ("count", "sum")
+EVEN_DIGITS = (0, 2, 4, 6, 8)
+
+# Table 2 of the paper: per model, (accuracy at length 1 in %, mean absolute
+# error at lengths 10, 100, 1000), for "count" and "sum".
+PAPER_TABLE_2 = {
+    "count": {
+        "lstm": (98.29, 0.79, 18.2, 198.5),
+        "gru": (99.02, 0.73, 18.0, 198.3),
+        "rnn_tanh": (38.91, 1.49, 18.4, 198.7),
+        "rnn_relu": (9.80, 0.66, 39.8, 1.4e10),
+        "nac": (99.23, 0.12, 0.76, 3.32),
+        "nalu": (97.6, 0.17, 0.93, 4.18),
+    },
+    "sum": {
+        "lstm": (0.0, 14.8, 800.8, 8811.6),
+        "gru": (0.0, 1.75, 771.4, 8775.2),
+        "rnn_tanh": (0.0, 2.98, 20.4, 200.7),
+        "rnn_relu": (88.18, 19.1, 182.1, 1171.0),
+        "nac": (97.6, 1.42, 7.88, 57.3),
+        "nalu": (77.7, 5.11, 26.8, 248.9),
+    },
+}
+
+# Table 4 of the paper: test accuracy (%) on MNIST parity, per last layer,
+# with the arguments of `keras_nalu.layers.ConstrainedDense` for each row.
+PAPER_TABLE_4 = {
+    "Wx+b": 88.1,
+    "sigmoid(W)x+b": 60.0,
+    "tanh(W)x+b": 87.6,
+    "Wx+0": 91.4,
+    "sigmoid(W)x+0": 62.5,
+    "tanh(W)x+0": 88.7,
+    "NAC": 93.1,
+}
+PAPER_SEGUI_ACCURACY = 85.1  # Seguí et al.'s own affine model, as Table 4 quotes it
+ABLATION_VARIANTS = {
+    "Wx+b": {"weight_transform": "linear", "use_bias": True},
+    "sigmoid(W)x+b": {"weight_transform": "sigmoid", "use_bias": True},
+    "tanh(W)x+b": {"weight_transform": "tanh", "use_bias": True},
+    "Wx+0": {"weight_transform": "linear", "use_bias": False},
+    "sigmoid(W)x+0": {"weight_transform": "sigmoid", "use_bias": False},
+    "tanh(W)x+0": {"weight_transform": "tanh", "use_bias": False},
+    "NAC": {"weight_transform": "nac", "use_bias": False},
+}
+
+
+def default_data_dir():
+    """Where `tensorflow_datasets` looks when no `data_dir` is given."""
+    return os.environ.get("TFDS_DATA_DIR") or str(
+        Path("~/tensorflow_datasets").expanduser()
+    )
+
+
+def prepare_instructions(data_dir=None):
+    """How to make MNIST available to `load_digit_images`."""
+    data_dir = data_dir or default_data_dir()
+    return (
+        "Prepare it once on a machine with internet access:\n"
+        '    python -c "import tensorflow_datasets as tfds; '
+        f"tfds.builder('mnist', data_dir='{data_dir}').download_and_prepare()\"\n"
+        "then copy that folder here (or point --data-dir / data_dir at a copy); "
+        "or use the handwritten digits scikit-learn ships: --dataset digits "
+        '(dataset="digits").'
+    )
+
+
+def load_digit_images(dataset="mnist", split="train", data_dir=None):
+    """Images and labels of a split of handwritten digits, as NumPy arrays.
+
+    Args:
+        dataset: `"mnist"` (28x28, 60,000 train and 10,000 test images, read
+            with `tensorflow_datasets` from a prepared folder, never
+            downloaded) or `"digits"` (scikit-learn's 8x8 digits: 1,297
+            train and 500 test images, a fixed split drawn from seed 0).
+        split: `"train"` or `"test"`.
+        data_dir: Folder holding the prepared `mnist` data for
+            `tensorflow_datasets` (default: `$TFDS_DATA_DIR`, else
+            `~/tensorflow_datasets`). Ignored for `"digits"`.
+
+    Returns:
+        `(images, labels)`: float32 images in `[0, 1]` of shape
+        `(n, height, width, 1)` and int64 labels in `0..9` of shape `(n,)`.
+
+    Raises:
+        FileNotFoundError: at once, when MNIST is not prepared in `data_dir`;
+            the message says how to prepare it.
+    """
+    _validation.one_of("dataset", dataset, DATASETS)
+    _validation.one_of("split", split, SPLITS)
+    if dataset == "digits":
+        return _load_sklearn_digits(split)
+    return _load_tfds_mnist(split, data_dir)
+
+
+def _load_tfds_mnist(split, data_dir):
+    try:
+        import tensorflow_datasets as tfds
+    except ImportError as error:
+        raise ImportError(
+            "Loading MNIST needs tensorflow-datasets (and importlib_resources, "
+            "which it uses but does not install): pip install "
+            "'keras-neural-arithmetic[images]', or use dataset='digits'. "
+            f"({error})"
+        ) from error
+    if data_dir is not None:
+        data_dir = os.fspath(data_dir)
+    try:
+        # download=False: an offline `tfds.load` would otherwise retry for
+        # minutes before failing.
+        ds = tfds.load(
+            "mnist",
+            split=split,
+            data_dir=data_dir,
+            download=False,
+            as_supervised=True,
+        )
+    except AssertionError:
+        raise FileNotFoundError(
+            f"MNIST is not prepared in data_dir='{data_dir or default_data_dir()}'. "
+            + prepare_instructions(data_dir)
+        ) from None
+    images, labels = [], []
+    for image_batch, label_batch in tfds.as_numpy(ds.batch(4096)):
+        images.append(image_batch)
+        labels.append(label_batch)
+    images = np.concatenate(images).astype(np.float32) / 255.0
+    return images, np.concatenate(labels).astype(np.int64)
+
+
+def _load_sklearn_digits(split):
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as error:
+        raise ImportError(
+            f"dataset='digits' needs scikit-learn: pip install scikit-learn. ({error})"
+        ) from error
+    data = load_digits()
+    order = np.random.default_rng(0).permutation(len(data.target))
+    chosen = np.sort(
+        order[:DIGITS_TEST_SIZE] if split == "test" else order[DIGITS_TEST_SIZE:]
+    )
+    images = (data.images[chosen] / 16.0).astype(np.float32)[..., None]
+    return images, data.target[chosen].astype(np.int64)
+
+
+def sample_sequences(num_images, n, length, seed=None):
+    """Indices `(n, length)` of `n` sequences of images drawn uniformly.
+
+    Each element is drawn independently and uniformly from `range(num_images)`
+    (with replacement), reproducibly from `seed`.
+    """
+    num_images = _validation.positive_int("num_images", num_images)
+    n = _validation.positive_int("n", n)
+    length = _validation.positive_int("length", length)
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, num_images, size=(n, length), dtype=np.int64)
+
+
+def count_targets(digits):
+    """Counts of each class in each sequence: `(..., length)` -> `(..., 10)`."""
+    digits = np.asarray(digits)
+    one_hot = digits[..., None] == np.arange(NUM_CLASSES)
+    return one_hot.sum(axis=-2).astype(np.float32)
+
+
+def sum_targets(digits):
+    """Sum of the digits of each sequence: `(..., length)` -> `(..., 1)`."""
+    return np.asarray(digits).sum(axis=-1, keepdims=True).astype(np.float32)
+
+
+def sequence_targets(task, digits):
+    """`count_targets` or `sum_targets` of `digits`, by `task`."""
+    _validation.one_of("task", task, SEQUENCE_TASKS)
+    return count_targets(digits) if task == "count" else sum_targets(digits)
+
+
+def output_size(task):
+    """Outputs of a model of `task`: 10 counts, or 1 sum."""
+    _validation.one_of("task", task, SEQUENCE_TASKS)
+    return NUM_CLASSES if task == "count" else 1
+
+
+def predicted_classes(task, predictions):
+    """The class a length-1 prediction implies (the paper's accuracy).
+
+    For `"count"`, the class with the largest predicted count; for `"sum"`,
+    the predicted sum rounded to the nearest integer.
+    """
+    _validation.one_of("task", task, SEQUENCE_TASKS)
+    predictions = np.asarray(predictions)
+    if task == "sum":
+        return np.rint(predictions[..., 0]).astype(np.int64)
+    return np.argmax(predictions, axis=-1).astype(np.int64)
+
+
+class DigitSequenceBatches(keras.utils.PyDataset):
+    """`steps` fresh training batches of digit sequences, for `model.fit`.
+
+    Batch `i` holds `batch_size` sequences of `length` images drawn from the
+    seed `(seed, i)`: images of shape `(batch_size, length, h, w, 1)` and the
+    targets of `task` (`"count"`: `(batch_size, 10)`, `"sum"`:
+    `(batch_size, 1)`).
+    """
+
+    def __init__(self, images, labels, task, batch_size, length, steps, seed=0):
+        super().__init__()
+        self.images, self.labels = images, np.asarray(labels)
+        self.task = _validation.one_of("task", task, SEQUENCE_TASKS)
+        self.batch_size = _validation.positive_int("batch_size", batch_size)
+        self.length = _validation.positive_int("length", length)
+        self.steps = _validation.positive_int("steps", steps)
+        self.seed = seed
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, i):
+        index = sample_sequences(
+            len(self.labels), self.batch_size, self.length, seed=(self.seed, i)
+        )
+        return self.images[index], sequence_targets(self.task, self.labels[index])
+
+
+def place_digits(images, labels, n, canvas_size, max_digits=5, seed=None):
+    """`n` canvases with 0 to `max_digits` digit images placed without overlap.
+
+    The parity task of Seguí et al. (2015) as we build it: each canvas is a
+    blank `canvas_size` x `canvas_size` image holding `k` digit images, `k`
+    uniform in `0..max_digits`, each drawn uniformly from `images` and put at
+    a uniformly drawn position such that no two digits' boxes overlap
+    (rejection sampling). The label is the parity of the number of even
+    digits (0, 2, 4, 6, 8) on the canvas: 0 when it is even (including no
+    digit at all), 1 when it is odd.
+
+    Returns:
+        `(canvases, digits)`: float32 canvases `(n, canvas_size,
+        canvas_size, 1)` and the labels of the placed digits, int64 of shape
+        `(n, max_digits)` padded with -1. `parity_targets(digits)` gives the
+        labels.
+    """
+    n = _validation.positive_int("n", n)
+    max_digits = _validation.non_negative_int("max_digits", max_digits)
+    canvas_size = _validation.positive_int("canvas_size", canvas_size)
+    height, width = images.shape[1:3]
+    if canvas_size < max(height, width) * max(1, int(np.ceil(np.sqrt(max_digits)))):
+        raise ValueError(
+            "Received an invalid value for `canvas_size`, expected room for "
+            f"{max_digits} digits of {height}x{width} pixels side by side "
+            f"(at least {max(height, width) * int(np.ceil(np.sqrt(max_digits)))}). "
+            f"Received: canvas_size={canvas_size}"
+        )
+    rng = np.random.default_rng(seed)
+    canvases = np.zeros((n, canvas_size, canvas_size, 1), np.float32)
+    digits = np.full((n, max_digits), -1, np.int64)
+    for i in range(n):
+        count = int(rng.integers(0, max_digits + 1))
+        chosen = rng.integers(0, len(labels), size=count)
+        for top, left, j in zip(
+            *_positions(rng, count, canvas_size, height, width), chosen, strict=True
+        ):
+            patch = canvases[i, top : top + height, left : left + width]
+            np.maximum(patch, images[j], out=patch)
+        digits[i, :count] = labels[chosen]
+    return canvases, digits
+
+
+def _positions(rng, count, canvas_size, height, width):
+    """Top-left corners of `count` non-overlapping boxes, by rejection."""
+    while True:  # restart the canvas if it fills up badly; rare for <= 5 digits
+        tops, lefts = [], []
+        for _ in range(count):
+            for _attempt in range(1000):
+                top = int(rng.integers(0, canvas_size - height + 1))
+                left = int(rng.integers(0, canvas_size - width + 1))
+                if all(
+                    abs(top - t) >= height or abs(left - u) >= width
+                    for t, u in zip(tops, lefts, strict=True)
+                ):
+                    tops.append(top)
+                    lefts.append(left)
+                    break
+            else:
+                break
+        if len(tops) == count:
+            return tops, lefts
+
+
+def parity_targets(digits):
+    """Parity of the number of even digits per row of `place_digits` labels.
+
+    `digits` is padded with -1 (no digit). Returns int64 of shape `(n,)`:
+    1 if the count of even digits is odd, else 0.
+    """
+    digits = np.asarray(digits)
+    even = np.isin(digits, EVEN_DIGITS)
+    return (even.sum(axis=-1) % 2).astype(np.int64)
+
+
+# The models of the experiments.
+
+RECURRENT_MODELS = {
+    "lstm": "LSTM",
+    "gru": "GRU",
+    "rnn_tanh": "RNN tanh",
+    "rnn_relu": "RNN ReLU",
+    "nac": "NAC",
+    "nalu": "NALU",
+}
+
+
+def digit_encoder(image_shape, features=128, dropout=True):
+    """The per-image convnet of the PyTorch MNIST example, without its classifier.
+
+    Two 3x3 convolutions (32 and 64 filters, ReLU), 2x2 max pooling, dropout
+    0.25, a dense layer of `features` units (ReLU) and dropout 0.5 (the two
+    dropout layers only with `dropout=True`).
+    """
+    dropout = _validation.boolean("dropout", dropout)
+    layers = [
+        keras.Input(tuple(image_shape)),
+        keras.layers.Conv2D(32, 3, activation="relu"),
+        keras.layers.Conv2D(64, 3, activation="relu"),
+        keras.layers.MaxPooling2D(2),
+        keras.layers.Dropout(0.25 if dropout else 0.0),
+        keras.layers.Flatten(),
+        keras.layers.Dense(features, activation="relu"),
+        keras.layers.Dropout(0.5 if dropout else 0.0),
+    ]
+    return keras.Sequential(layers, name="encoder")
+
+
+def recurrent_head(kind, task, features=128, hidden=32):
+    """The recurrent part, from `(batch, steps, features)` to the task's output.
+
+    LSTM, GRU and SimpleRNN (`"rnn_tanh"`, `"rnn_relu"`) have `hidden` units
+    and a linear readout; `"nac"` and `"nalu"` are a `NACCell` / `NALUCell`
+    whose state is the output itself (10 counts, or the sum), with no
+    readout, so a running count can extend to any length.
+    """
+    from keras_nalu.layers import NACCell, NALUCell
+
+    _validation.one_of("kind", kind, tuple(RECURRENT_MODELS))
+    units = output_size(task)
+    hidden = _validation.positive_int("hidden", hidden)
+    inputs = keras.Input((None, features), name="features")
+    if kind in ("nac", "nalu"):
+        cell = NACCell(units) if kind == "nac" else NALUCell(units)
+        outputs = keras.layers.RNN(cell)(inputs)
+    else:
+        recurrent = {
+            "lstm": lambda: keras.layers.LSTM(hidden),
+            "gru": lambda: keras.layers.GRU(hidden),
+            "rnn_tanh": lambda: keras.layers.SimpleRNN(hidden),
+            "rnn_relu": lambda: keras.layers.SimpleRNN(hidden, activation="relu"),
+        }[kind]()
+        outputs = keras.layers.Dense(units)(recurrent(inputs))
+    return keras.Model(inputs, outputs, name=f"{kind}_head")
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class ImageSequenceEncoder(keras.layers.Layer):
+    """Applies an image `encoder` to every image of a sequence of any length.
+
+    `(batch, steps, h, w, c)` -> `(batch, steps, features)`, by folding the
+    steps into the batch (unlike `keras.layers.TimeDistributed`, which
+    unrolls a Python loop over a known number of steps).
+    """
+
+    def __init__(self, encoder, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(encoder, dict):
+            encoder = keras.saving.deserialize_keras_object(encoder)
+        self.encoder = encoder
+
+    def build(self, input_shape):
+        self.encoder.build((None,) + tuple(input_shape)[2:])
+
+    def call(self, inputs, training=None):
+        shape = keras.ops.shape(inputs)
+        flat = keras.ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
+        features = self.encoder(flat, training=training)
+        return keras.ops.reshape(features, (shape[0], shape[1], features.shape[-1]))
+
+    def compute_output_shape(self, input_shape):
+        features = self.encoder.compute_output_shape((None,) + tuple(input_shape)[2:])
+        return tuple(input_shape)[:2] + (features[-1],)
+
+    def get_config(self):
+        config = {"encoder": keras.saving.serialize_keras_object(self.encoder)}
+        return {**super().get_config(), **config}
+
+
+def sequence_model(kind, task, image_shape, hidden=32, features=128, dropout=True):
+    """The counting / addition model: encoder per image, then a recurrent head.
+
+    Returns `(model, encoder, head)`: `model` maps images `(batch, steps,
+    *image_shape)` of any number of steps to the output of `task`;
+    `encoder` and `head` are its two parts, sharing its weights, so that
+    `head(encoder(images))` gives the same outputs from images embedded once.
+    """
+    encoder = digit_encoder(image_shape, features, dropout)
+    head = recurrent_head(kind, task, features, hidden)
+    images = keras.Input((None,) + tuple(image_shape), name="images")
+    outputs = head(ImageSequenceEncoder(encoder, name="per_image")(images))
+    return keras.Model(images, outputs, name=f"{kind}_{task}"), encoder, head
+
+
+def parity_model(variant, canvas_shape, features=128, filters=(32, 64, 64)):
+    """The parity classifier whose last layer is a variant of Table 4.
+
+    Blocks of a 3x3 convolution (`filters`: 32, 64 and 64 by default; ReLU,
+    same padding) and 2x2 max pooling, a dense layer of `features` units (ReLU),
+    then the last layer `ConstrainedDense(2, **ABLATION_VARIANTS[variant])`
+    into a softmax over the two parities.
+    """
+    from keras_nalu.layers import ConstrainedDense
+
+    _validation.one_of("variant", variant, tuple(ABLATION_VARIANTS))
+    layers = [keras.Input(tuple(canvas_shape), name="canvas")]
+    for width in filters:
+        layers += [
+            keras.layers.Conv2D(width, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(2),
+        ]
+    layers += [
+        keras.layers.Flatten(),
+        keras.layers.Dense(features, activation="relu"),
+        ConstrainedDense(2, **ABLATION_VARIANTS[variant], name="last_layer"),
+        keras.layers.Softmax(),
+    ]
+    return keras.Sequential(layers, name="parity")

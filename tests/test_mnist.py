@@ -1,0 +1,220 @@
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from keras_nalu.tasks import mnist
+
+
+@pytest.fixture(scope="module")
+def digits_test():
+    return mnist.load_digit_images("digits", "test")
+
+
+# The tfds path, on mock data.
+
+
+def test_mnist_loads_through_tfds_as_float_images_and_int_labels(tmp_path):
+    with tfds.testing.mock_data(num_examples=12):
+        images, labels = mnist.load_digit_images("mnist", "train", data_dir=tmp_path)
+        test_images, _ = mnist.load_digit_images("mnist", "test", data_dir=tmp_path)
+    assert images.shape == (12, 28, 28, 1) and images.dtype == np.float32
+    assert test_images.shape == (12, 28, 28, 1)
+    assert 0.0 <= images.min() and images.max() <= 1.0 and images.max() > 0.5
+    assert labels.shape == (12,) and labels.dtype == np.int64
+    assert set(labels.tolist()) <= set(range(10))
+
+
+def test_unprepared_mnist_fails_at_once_saying_how_to_prepare_it(tmp_path):
+    start = time.perf_counter()
+    with pytest.raises(FileNotFoundError) as error:
+        mnist.load_digit_images("mnist", "train", data_dir=tmp_path / "empty")
+    assert time.perf_counter() - start < 10  # an offline download retries ~200 s
+    message = str(error.value)
+    assert f"data_dir='{tmp_path / 'empty'}'" in message
+    assert "download_and_prepare()" in message
+    assert "--data-dir" in message and "--dataset digits" in message
+    assert not (tmp_path / "empty").exists()  # nothing written, nothing fetched
+
+
+def test_default_data_dir_follows_tfds_data_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
+    assert mnist.default_data_dir() == str(tmp_path)
+    with pytest.raises(FileNotFoundError, match=f"data_dir='{tmp_path}'"):
+        mnist.load_digit_images("mnist", "test")
+
+
+# The scikit-learn fallback.
+
+
+def test_digits_fallback_splits_1797_images_into_fixed_train_and_test(digits_test):
+    images, labels = mnist.load_digit_images("digits", "train")
+    test_images, test_labels = digits_test
+    assert images.shape == (1297, 8, 8, 1) and test_images.shape == (500, 8, 8, 1)
+    assert images.dtype == np.float32 and labels.dtype == np.int64
+    assert 0.0 <= images.min() and images.max() == 1.0
+    assert np.all(np.bincount(labels, minlength=10) > 100)
+    assert np.all(np.bincount(test_labels, minlength=10) > 30)
+    again, _ = mnist.load_digit_images("digits", "test")
+    np.testing.assert_array_equal(again, test_images)
+    # Disjoint: no test image equals a training image... except true
+    # duplicates in the data, which are rare.
+    train_rows = {row.tobytes() for row in images.reshape(len(images), -1)}
+    shared = sum(row.tobytes() in train_rows for row in test_images.reshape(500, -1))
+    assert shared <= 5
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"dataset": "emnist"}, "dataset"),
+        ({"dataset": "digits", "split": "validation"}, "split"),
+    ],
+)
+def test_invalid_dataset_arguments_raise(kwargs, name):
+    with pytest.raises(ValueError, match=f"`{name}`, expected one of"):
+        mnist.load_digit_images(**kwargs)
+
+
+# The sequence builders.
+
+
+def test_sample_sequences_is_uniform_reproducible_and_seeded():
+    index = mnist.sample_sequences(50, n=200, length=10, seed=3)
+    assert index.shape == (200, 10) and index.dtype == np.int64
+    assert index.min() == 0 and index.max() == 49
+    np.testing.assert_array_equal(index, mnist.sample_sequences(50, 200, 10, seed=3))
+    assert not np.array_equal(index, mnist.sample_sequences(50, 200, 10, seed=4))
+    assert np.bincount(index.ravel(), minlength=50).min() > 10
+
+
+def test_count_and_sum_targets_by_hand():
+    digits = np.array([[1, 1, 3, 9], [0, 0, 0, 0]])
+    counts = mnist.count_targets(digits)
+    assert counts.shape == (2, 10) and counts.dtype == np.float32
+    assert counts[0].tolist() == [0, 2, 0, 1, 0, 0, 0, 0, 0, 1]
+    assert counts[1].tolist() == [4] + [0] * 9
+    assert mnist.sum_targets(digits).tolist() == [[14.0], [0.0]]
+    np.testing.assert_array_equal(mnist.sequence_targets("count", digits), counts)
+
+
+def test_predicted_classes_at_length_one():
+    counts = np.array([[0.1, 0.9, 0, 0, 0, 0, 0, 0, 0, 0.2], [0.0] * 9 + [0.6]])
+    assert mnist.predicted_classes("count", counts).tolist() == [1, 9]
+    assert mnist.predicted_classes("sum", np.array([[6.6], [-0.2]])).tolist() == [7, 0]
+
+
+def test_training_batches_are_fresh_reproducible_sequences(digits_test):
+    images, labels = digits_test
+    batches = mnist.DigitSequenceBatches(images, labels, "sum", 4, 10, steps=3, seed=1)
+    assert len(batches) == 3
+    x, y = batches[0]
+    assert x.shape == (4, 10, 8, 8, 1) and y.shape == (4, 1)
+    index = mnist.sample_sequences(len(labels), 4, 10, seed=(1, 0))
+    np.testing.assert_array_equal(x, images[index])
+    np.testing.assert_array_equal(y[:, 0], labels[index].sum(axis=1))
+    assert not np.array_equal(batches[1][0], x)
+
+
+@pytest.mark.parametrize("task", ["count", "sum"])
+def test_sequence_model_takes_lengths_1_and_1000(task, digits_test):
+    images, labels = digits_test
+    model, encoder, head = mnist.sequence_model("nac", task, images.shape[1:])
+    assert tuple(model.input.shape) == (None, None, 8, 8, 1)
+    embedded = encoder.predict(images, verbose=0)
+    for length in (1, 1000):
+        index = mnist.sample_sequences(len(labels), 2, length, seed=length)
+        out = model.predict(images[index], verbose=0)
+        assert out.shape == (2, mnist.output_size(task))
+        assert np.all(np.isfinite(out))
+        # Embedding each image once gives what the whole model gives.
+        np.testing.assert_allclose(
+            head.predict(embedded[index], verbose=0), out, rtol=1e-4, atol=1e-4
+        )
+
+
+@pytest.mark.parametrize("kind", list(mnist.RECURRENT_MODELS))
+def test_every_recurrent_head_takes_lengths_1_and_1000(kind):
+    head = mnist.recurrent_head(kind, "count", features=16, hidden=4)
+    for length in (1, 1000):
+        features = np.random.default_rng(length).uniform(0, 1, (2, length, 16))
+        out = head.predict(features.astype("float32"), verbose=0)
+        assert out.shape == (2, 10)
+
+
+def test_nac_head_with_unit_weights_counts_exactly_over_1000_steps():
+    head = mnist.recurrent_head("nac", "count", features=10)
+    cell = head.layers[-1].cell
+    m_hat = np.full((20, 10), -20.0, "float32")  # W = 0 ...
+    m_hat[np.arange(20), np.arange(20) % 10] = 20.0  # ... but 1 from x_i and h_i
+    cell.w_hat.assign(np.full((20, 10), 20.0, "float32"))
+    cell.m_hat.assign(m_hat)
+    digits = np.random.default_rng(0).integers(0, 10, (3, 1000))
+    one_hot = np.eye(10, dtype="float32")[digits]
+    got = keras.ops.convert_to_numpy(head(one_hot))
+    np.testing.assert_allclose(got, mnist.count_targets(digits), atol=0.5)
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: mnist.sample_sequences(0, 1, 1), "num_images"),
+        (lambda: mnist.sample_sequences(5, 1, 0), "length"),
+        (lambda: mnist.sequence_targets("product", np.zeros((1, 2))), "task"),
+        (lambda: mnist.recurrent_head("transformer", "sum"), "kind"),
+        (lambda: mnist.parity_model("relu(W)x", (28, 28, 1)), "variant"),
+    ],
+)
+def test_invalid_builder_arguments_raise(call, name):
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        call()
+
+
+# The parity canvases.
+
+
+def test_place_digits_puts_up_to_five_digits_without_overlap(digits_test):
+    images, labels = digits_test
+    canvases, digits = mnist.place_digits(images, labels, 300, 28, seed=0)
+    assert canvases.shape == (300, 28, 28, 1) and digits.shape == (300, 5)
+    counts = (digits >= 0).sum(axis=1)
+    assert set(counts.tolist()) == {0, 1, 2, 3, 4, 5}
+    # Digits fill each row from the left, -1 after them.
+    assert np.all((digits >= 0) == (np.arange(5) < counts[:, None]))
+    # Empty canvases stay blank; every placed digit leaves ink.
+    assert np.all(canvases[counts == 0] == 0)
+    assert np.all(canvases.sum(axis=(1, 2, 3))[counts > 0] > 0)
+    again, _ = mnist.place_digits(images, labels, 300, 28, seed=0)
+    np.testing.assert_array_equal(again, canvases)
+
+
+def test_placed_digits_keep_all_their_ink():
+    # Distinct constant images: the canvas sum tells whether any overlapped.
+    images = np.full((10, 8, 8, 1), 0.5, "float32")
+    labels = np.arange(10)
+    canvases, digits = mnist.place_digits(images, labels, 200, 24, seed=1)
+    counts = (digits >= 0).sum(axis=1)
+    np.testing.assert_allclose(canvases.sum(axis=(1, 2, 3)), counts * 64 * 0.5)
+
+
+def test_parity_targets_by_hand():
+    digits = np.array(
+        [[-1, -1, -1], [2, -1, -1], [2, 4, -1], [1, 3, 5], [0, 7, 8], [6, 1, -1]]
+    )
+    assert mnist.parity_targets(digits).tolist() == [0, 1, 0, 0, 0, 1]
+
+
+def test_place_digits_rejects_a_canvas_too_small(digits_test):
+    images, labels = digits_test
+    with pytest.raises(ValueError, match="`canvas_size`.*Received: canvas_size=16"):
+        mnist.place_digits(images, labels, 1, 16)
+
+
+def test_parity_model_ends_in_the_chosen_variant_and_a_softmax():
+    model = mnist.parity_model("sigmoid(W)x+b", (28, 28, 1))
+    last = model.get_layer("last_layer")
+    assert (last.weight_transform, last.use_bias) == ("sigmoid", True)
+    out = keras.ops.convert_to_numpy(model(np.zeros((3, 28, 28, 1), "float32")))
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-6)

@@ -9,11 +9,24 @@ math they share; `export_saved_model` writes a verified TensorFlow SavedModel;
 
 from keras_nalu import initializers, ops, tasks
 from keras_nalu.export import export_saved_model
-from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU, NACCell, NALUCell
+from keras_nalu.layers import (
+    INALU,
+    NAC,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    ConfiguredNALU,
+    ConstrainedDense,
+    NACCell,
+    NALUCell,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConfiguredNALU",
+    "ConstrainedDense",
     "INALU",
     "NAC",
     "NALU",

@@ -1,3 +1,4 @@
+from keras_nalu.layers.configured_nalu import ConfiguredNALU
 from keras_nalu.layers.constrained_dense import ConstrainedDense
 from keras_nalu.layers.inalu import INALU
 from keras_nalu.layers.nac import NAC
@@ -9,6 +10,7 @@ from keras_nalu.layers.nmru import NMRU
 from keras_nalu.layers.nmu import NMU
 
 __all__ = [
+    "ConfiguredNALU",
     "ConstrainedDense",
     "INALU",
     "NAC",

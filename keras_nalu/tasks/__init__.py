@@ -6,6 +6,8 @@ is imported on its own: it needs the TensorFlow backend.
 
 from keras_nalu.tasks import identity, mystery, recurrent_arithmetic
 from keras_nalu.tasks import mnist as mnist  # the image experiments
+from keras_nalu.tasks import number_words as number_words  # language and code
+from keras_nalu.tasks import program_evaluation as program_evaluation
 from keras_nalu.tasks.identity import PAPER_TABLE_5, identity_batches, identity_model
 from keras_nalu.tasks.metrics import (
     mean_squared_error,

@@ -1,0 +1,208 @@
+"""Number words to numbers: Trask et al. (2018), Section 4.3, Appendix D.
+
+English number expressions of 0 to 999 ("five hundred and fifteen" -> 515)
+are translated into the number. The paper trains on "the numbers 0-19 in
+addition to a random sample from the rest of the interval, adjusted to make
+sure that each unique token is present at least once in the training set",
+with 169 training, 200 validation and 631 test examples. Those add up to
+1,000, so the numbers are 0 to 999 ("one thousand" would be a token seen only
+once, in whichever split holds it).
+
+Spelling: British, with "and" after "hundred" when a remainder follows and no
+hyphens, as in the paper's Figure 3 ("three hundred and thirty four",
+"seven hundred and two", "eighty eight"). 30 tokens: "zero" to "nineteen",
+"twenty" to "ninety", "hundred" and "and".
+"""
+
+import numpy as np
+
+from keras_nalu.layers import _validation
+
+ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve "
+    "thirteen fourteen fifteen sixteen seventeen eighteen nineteen"
+).split()
+TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+VOCABULARY = tuple(ONES + TENS + ["hundred", "and"])
+
+# Table 3 and Table 11 of the paper: (train, validation, test) MAE.
+PAPER_TABLE_3 = {
+    "LSTM": (0.003, 29.9, 29.4),
+    "LSTM + NAC": (80.0, 114.1, 114.3),
+    "LSTM + NALU": (0.12, 0.39, 0.41),
+}
+PAPER_TABLE_11 = {
+    "LSTM w/ final state": (0.0085, 32.1, 32.2),
+    "LSTM w/ summed states": (0.003, 29.9, 29.4),
+}
+
+# Figure 3 of the paper: the queries and the NALU's prediction after each token.
+PAPER_FIGURE_3 = {
+    "three hundred and thirty four": (3.05, 299.9, 301.3, 330.1, 334.0),
+    "seven hundred and two": (6.98, 699.9, 701.3, 702.2),
+    "eighty eight": (79.6, 88.0),
+    "twenty seven and eighty": (18.2, 27.0, 29.1, 106.1),
+}
+
+SPLIT_SIZES = {"train": 169, "validation": 200, "test": 631}
+LARGEST = 999
+
+
+def number_to_words(n):
+    """The English words for an integer `n` in [0, 999].
+
+    >>> number_to_words(515)
+    'five hundred and fifteen'
+    >>> number_to_words(80), number_to_words(700)
+    ('eighty', 'seven hundred')
+    """
+    integer = isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+    if not integer or not 0 <= n <= LARGEST:
+        raise ValueError(
+            f"Received an invalid value for `n`, expected an integer in "
+            f"[0, {LARGEST}]. Received: n={n!r}"
+        )
+    n = int(n)
+    hundreds, rest = divmod(n, 100)
+    words = []
+    if hundreds:
+        words += [ONES[hundreds], "hundred"]
+        if rest:
+            words.append("and")
+    if rest or not hundreds:
+        if rest < 20:
+            words.append(ONES[rest])
+        else:
+            tens, ones = divmod(rest, 10)
+            words.append(TENS[tens - 2])
+            if ones:
+                words.append(ONES[ones])
+    return " ".join(words)
+
+
+def words_to_number(text):
+    """The number an expression of `number_to_words` names (its inverse).
+
+    >>> words_to_number("three hundred and thirty four")
+    334
+    """
+    tokens = text.split()
+    unknown = [t for t in tokens if t not in VOCABULARY]
+    if not tokens or unknown:
+        raise ValueError(
+            "Received an invalid value for `text`, expected number words made "
+            f"of {VOCABULARY}. Received: text={text!r}"
+        )
+    total = 0
+    for token in tokens:
+        if token == "hundred":
+            total *= 100
+        elif token in TENS:
+            total += 10 * (TENS.index(token) + 2)
+        elif token != "and":
+            total += ONES.index(token)
+    if number_to_words(total) != " ".join(tokens):
+        raise ValueError(
+            "Received an invalid value for `text`, expected a well-formed "
+            f"number expression such as {number_to_words(total)!r}. "
+            f"Received: text={text!r}"
+        )
+    return total
+
+
+def split_numbers(seed=0):
+    """The numbers of each split: `{"train": ..., "validation": ..., "test": ...}`.
+
+    Training holds 0-19 and 149 numbers drawn from 20-999, redrawn until
+    every token appears in training; the remaining 831 numbers are shuffled
+    and split into 200 validation and 631 test numbers. Fixed by `seed`.
+
+    >>> splits = split_numbers(seed=0)
+    >>> [len(splits[name]) for name in ("train", "validation", "test")]
+    [169, 200, 631]
+    """
+    rng = np.random.default_rng(seed)
+    rest = np.arange(20, LARGEST + 1)
+    extra = SPLIT_SIZES["train"] - 20
+    for _ in range(1000):
+        drawn = rng.choice(rest, size=extra, replace=False)
+        train = np.concatenate([np.arange(20), np.sort(drawn)])
+        if set(VOCABULARY) <= {t for n in train for t in number_to_words(n).split()}:
+            break
+    else:  # pragma: no cover - 149 draws miss a token with tiny probability
+        raise RuntimeError("could not draw a training set covering every token")
+    others = rng.permutation(np.setdiff1d(rest, drawn))
+    n_validation = SPLIT_SIZES["validation"]
+    return {
+        "train": train,
+        "validation": np.sort(others[:n_validation]),
+        "test": np.sort(others[n_validation:]),
+    }
+
+
+def encode(texts, max_length=None):
+    """Token ids of `texts`, padded with 0 at the end.
+
+    The ids of `keras.layers.TextVectorization(vocabulary=VOCABULARY)`, so a
+    model trained on them serves text through that layer: 0 pads, 1 is an
+    unknown word (never produced here: it raises), id `i + 2` is
+    `VOCABULARY[i]`. Returns an int32
+    array of shape `(len(texts), max_length)`, `max_length` defaulting to the
+    longest text.
+
+    >>> encode(["eighty eight", "zero"]).tolist()
+    [[28, 10], [2, 0]]
+    """
+    token_lists = [text.split() for text in texts]
+    for text, tokens in zip(texts, token_lists, strict=True):
+        unknown = [t for t in tokens if t not in VOCABULARY]
+        if unknown:
+            raise ValueError(
+                f"Received an invalid value for `texts`, expected words of "
+                f"{VOCABULARY}. Received: {text!r} (unknown {unknown})"
+            )
+    longest = max(len(tokens) for tokens in token_lists)
+    max_length = longest if max_length is None else max_length
+    if max_length < longest:
+        raise ValueError(
+            "Received an invalid value for `max_length`, expected at least the "
+            f"longest text ({longest} tokens). Received: max_length={max_length}"
+        )
+    ids = np.zeros((len(texts), max_length), dtype=np.int32)
+    for row, tokens in enumerate(token_lists):
+        ids[row, : len(tokens)] = [VOCABULARY.index(t) + 2 for t in tokens]
+    return ids
+
+
+class NumberWords:
+    """The number-word translation task with the paper's split.
+
+    Args:
+        seed: Fixes which numbers are in which split.
+
+    Attributes:
+        numbers: `{"train", "validation", "test"}` -> int array of numbers.
+        max_length: Tokens of the longest expression (5).
+
+    Example:
+
+    >>> from keras_nalu.tasks.number_words import NumberWords
+    >>> task = NumberWords(seed=0)
+    >>> texts, ids, y = task.split("train")
+    >>> texts[15], ids.shape, y.shape
+    ('fifteen', (169, 5), (169,))
+    """
+
+    def __init__(self, seed=0):
+        self.seed = _validation.non_negative_int("seed", seed)
+        self.numbers = split_numbers(self.seed)
+        self.max_length = max(
+            len(number_to_words(n).split()) for n in range(LARGEST + 1)
+        )
+
+    def split(self, name):
+        """`(texts, token ids, targets)` of split `name`; targets are float32."""
+        _validation.one_of("name", name, tuple(SPLIT_SIZES))
+        numbers = self.numbers[name]
+        texts = [number_to_words(n) for n in numbers]
+        return texts, encode(texts, self.max_length), numbers.astype(np.float32)

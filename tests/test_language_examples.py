@@ -1,0 +1,129 @@
+"""Smoke runs of examples/number_translation.py and examples/program_evaluation.py."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.test_configured_nalu import serve_in_fresh_process
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def run(script, args, cwd):
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True, text=True, env=ENV, cwd=cwd,
+    )  # fmt: skip
+
+
+def table_rows(out):
+    return {
+        cells[0]: cells
+        for line in out.splitlines()
+        if line.startswith("| ") and "---" not in line
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+
+
+def test_number_translation_trains_prints_and_serves_strings(tmp_path):
+    export_dir = tmp_path / "words"
+    result = run(
+        "number_translation.py",
+        ["--quick", "--export-dir", str(export_dir), "--json", "r.json"],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = table_rows(result.stdout)
+    assert set(rows) == {"model", "LSTM", "LSTM + NAC", "LSTM + NALU"}
+    assert rows["LSTM + NALU"][4].endswith("(0.41)")
+    for name in ("LSTM", "LSTM + NAC", "LSTM + NALU"):
+        assert float(rows[name][4].split()[0]) >= 0  # a number, not nan
+    assert result.stdout.count("(paper)") == 4  # the four queries of Figure 3
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert len(report["figure_3"]["three hundred and thirty four"]) == 5
+
+    # The SavedModel takes text: tokenized inside the graph, no keras_nalu.
+    texts = [["five hundred and fifteen", "nine", "eighty eight"], ["zero"], ["nine"]]
+    served = serve_in_fresh_process(export_dir, texts, tmp_path)
+    assert [s.shape for s in served] == [(3,), (1,), (1,)]
+    assert all(np.all(np.isfinite(s)) for s in served)
+    # The same text served alone or in a batch (padding does not leak).
+    np.testing.assert_allclose(served[2], served[0][1:2], rtol=1e-5, atol=1e-4)
+
+
+def test_program_evaluation_trains_prints_and_exports(tmp_path):
+    export_dir = tmp_path / "programs"
+    result = run(
+        "program_evaluation.py",
+        ["--seeds", "1", "--steps", "20", "--eval-every", "10", "--eval-size",
+         "50", "--models", "lstm", "nalu", "ugrnn", "--export-dir",
+         str(export_dir), "--png", "c.png", "--json", "r.json"],
+        tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = table_rows(result.stdout)
+    assert set(rows) == {"model", "LSTM", "NALU", "UGRNN"}
+    for name in ("LSTM", "NALU", "UGRNN"):
+        for cell in rows[name][1:]:
+            assert 0 <= float(cell.split("%")[0]) <= 100
+    assert (tmp_path / "c.png").stat().st_size > 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["results"]["NALU"][0]["steps"] == [10, 20]
+    x = np.zeros((2, 5, 10), "float32")
+    x[:, :, 0] = [[1, 2, 3, 4, 5], [10, 20, 30, 40, 50]]
+    x[:, np.arange(5), [1, 2, 4, 6, 8]] = 1.0  # SET ADD IF_LT THEN_ADD ELSE_ADD
+    (served,) = serve_in_fresh_process(export_dir, [x.tolist()], tmp_path)
+    assert served.shape == (2,) and np.all(np.isfinite(served))
+
+
+def load_example(script):
+    spec = importlib.util.spec_from_file_location(script[:-3], EXAMPLES / script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "script, args, message",
+    [
+        ("number_translation.py", ["--steps", "0"], "--steps must be a positive"),
+        ("number_translation.py", ["--sizes", "16", "-2"],
+         "--sizes must be positive integers, got -2"),
+        ("number_translation.py", ["--learning-rates", "0"],
+         "--learning-rates must be greater than 0, got 0.0"),
+        ("number_translation.py", ["--steps", "10", "--eval-every", "20"],
+         "--eval-every must be at most --steps (10), got 20"),
+        ("program_evaluation.py", ["--seeds", "0"],
+         "--seeds must be a positive integer, got 0"),
+        ("program_evaluation.py", ["--learning-rate", "-1"],
+         "--learning-rate must be greater than 0, got -1.0"),
+        ("program_evaluation.py", ["--task", "sort"], "invalid choice: 'sort'"),
+    ],
+)  # fmt: skip
+def test_examples_reject_bad_arguments(capsys, script, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        load_example(script).parse_args(args)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_seeds_trained_side_by_side_match_a_seed_trained_alone():
+    """number_translation trains a configuration's seeds in one model."""
+    example = load_example("number_translation.py")
+    args = example.parse_args(["--steps", "20", "--eval-every", "10"])
+    from keras_nalu.tasks.number_words import NumberWords
+
+    task = NumberWords(seed=0)
+    data = {s: task.split(s)[1:] for s in ("train", "validation", "test")}
+    together = example.train_config("nalu", 8, 0.01, [1, 2], data, args)
+    alone = example.train_config("nalu", 8, 0.01, [2], data, args)
+    for split in data:
+        assert together[1][0][split] == pytest.approx(alone[0][0][split], rel=1e-5)
+    assert together[0][0]["train"] != pytest.approx(together[1][0]["train"])

@@ -238,7 +238,7 @@ def tables(results, args):
     lines += table(
         "Median iteration at which extrapolation was first solved (among the "
         "runs that solved it), and the median sparsity error "
-        "max(min(|W|, |1 - |W||)) of the first layer (NAC, NALU):",
+        "max(min(|W|, |1 - |W||)) of the first layer (NAC, NALU, NAU):",
         solved_at,
     )
     return lines

@@ -259,8 +259,8 @@ def plot(results, args):
             wins = sum(r["success"] for r in runs)
             low, high = wilson_interval(wins, len(runs))
             rates.append(wins / len(runs))
-            errors[0].append(rates[-1] - low)
-            errors[1].append(high - rates[-1])
+            errors[0].append(max(0.0, rates[-1] - low))
+            errors[1].append(max(0.0, high - rates[-1]))
         x = np.arange(len(args.operations)) + j * width
         ax.bar(x, rates, width, yerr=errors, capsize=2, label=NAMES.get(m, m))
     ax.set_xticks(np.arange(len(args.operations)) + width * (len(args.models) - 1) / 2)

@@ -76,6 +76,16 @@ def test_wilson_interval_by_hand(successes, trials, low, high):
     assert got == pytest.approx((low, high), abs=1e-4)
 
 
+@pytest.mark.parametrize("trials", [1, 5, 25, 100])
+def test_wilson_interval_contains_the_rate_exactly_at_the_ends(trials):
+    # The plot's error bars are rate - low and high - rate: never negative.
+    assert wilson_interval(0, trials)[0] == 0.0
+    assert wilson_interval(trials, trials)[1] == 1.0
+    for successes in range(trials + 1):
+        low, high = wilson_interval(successes, trials)
+        assert low <= successes / trials <= high
+
+
 @pytest.mark.parametrize("successes, trials", [(-1, 5), (6, 5), (0, 0)])
 def test_wilson_interval_rejects_invalid_counts(successes, trials):
     with pytest.raises(ValueError, match=f"successes={successes}, trials={trials}"):

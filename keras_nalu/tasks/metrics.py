@@ -78,7 +78,10 @@ def wilson_interval(successes, trials, confidence=0.95):
     center = (p + z * z / (2 * trials)) / denominator
     half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
     half /= denominator
-    return max(0.0, float(center - half)), min(1.0, float(center + half))
+    # The bounds are exactly 0 and 1 at 0 and all successes (no float residue).
+    low = 0.0 if successes == 0 else max(0.0, float(center - half))
+    high = 1.0 if successes == trials else min(1.0, float(center + half))
+    return low, high
 
 
 def sparsity_error(w):

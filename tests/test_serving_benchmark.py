@@ -1,0 +1,29 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARK = Path(__file__).resolve().parents[1] / "examples" / "serving_benchmark.py"
+
+
+def test_serving_benchmark_smoke_run_prints_ratios(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--quick", "--json", str(tmp_path / "s.json")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "NALU / Dense: batch-1 p50 " in result.stdout
+    assert "NALUCell cost per step at length 100 / at length 10:" in result.stdout
+    data = json.loads((tmp_path / "s.json").read_text())
+    assert set(data["latency_ms"]) == {"nalu", "dense"}
+    assert all(v > 0 for v in data["rows_per_second"].values())
+    assert set(data["us_per_step_batch_32"]["nalu_cell"]) == {"10", "100"}
+
+
+def test_serving_benchmark_rejects_bad_arguments():
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--requests", "0"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--requests must be a positive integer" in result.stderr

@@ -32,31 +32,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from _arguments import positive_float, positive_int  # noqa: E402
 
 from keras_nalu import export_saved_model  # noqa: E402
 from keras_nalu.tasks import mnist  # noqa: E402
 
 LENGTHS = (1, 10, 100, 1000)
-
-
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def parse_args(argv=None):

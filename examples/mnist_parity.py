@@ -31,30 +31,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from _arguments import positive_float, positive_int  # noqa: E402
 
 from keras_nalu.tasks import mnist  # noqa: E402
 
 CANVAS_SIZE = {"mnist": 100, "digits": 28}  # about 3.6 digit widths, as 100/28
-
-
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def parse_args(argv=None):

@@ -9,14 +9,21 @@ x100 (0 is exact, 100 is no better than random). Each model trains from several
 seeds; the run with the lowest interpolation error is reported and, for the
 NALU, exported as a TensorFlow SavedModel, reloaded and served.
 
+Training is checkpointed every `--checkpoint-every` steps (model, optimizer
+state and step, written atomically); run the same command again after an
+interruption and every run resumes where it stopped, ending with the weights
+of an uninterrupted run. The checkpoints are deleted when the script finishes.
+
     python examples/static_arithmetic.py                 # the `make demo` run
     python examples/static_arithmetic.py --operation add --runs 3
 """
 
 import argparse
+import json
 import os
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -81,12 +88,17 @@ def parse_args(argv=None):
     )
     parser.add_argument("--eval-size", type=int, default=10_000)
     parser.add_argument(
+        "--checkpoint-dir",
+        help="where to checkpoint (default results/checkpoints/static_arithmetic_OP)",
+    )
+    parser.add_argument("--checkpoint-every", type=int, default=1000, help="steps")
+    parser.add_argument(
         "--export-dir",
         default=None,
         help="where to export the NALU (default saved_models/static_arithmetic_OP)",
     )
     args = parser.parse_args(argv)
-    for name in ("runs", "steps", "batch_size", "eval_size"):
+    for name in ("runs", "steps", "batch_size", "eval_size", "checkpoint_every"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if not args.learning_rate > 0:
@@ -94,19 +106,47 @@ def parse_args(argv=None):
     return args
 
 
-def train(model, task, args, seed):
-    """Trains on `args.steps` fresh batches drawn from `seed`, one progress bar."""
+def train(model, task, args, seed, checkpoint):
+    """Trains on `args.steps` fresh batches drawn from `seed`, in chunks of
+    `args.checkpoint_every` steps, checkpointed at `checkpoint` (a path stem).
+
+    Resumes from the checkpoint when one of the same configuration exists.
+    Returns the trained model (a restored one is a new object) and whether
+    training diverged.
+    """
     model.compile(
         optimizer=keras.optimizers.Adam(args.learning_rate),
         loss="mse",
-        steps_per_execution=min(100, args.steps),
+        steps_per_execution=min(100, args.steps, args.checkpoint_every),
     )
-    history = model.fit(
-        task.training_batches(args.batch_size, args.steps, seed=seed),
-        callbacks=[keras.callbacks.TerminateOnNaN()],
-        verbose=1 if sys.stdout.isatty() else 2,
-    )
-    return not np.isfinite(history.history["loss"][-1])
+    saved, state = checkpoint.with_suffix(".keras"), checkpoint.with_suffix(".json")
+    config = {k: v for k, v in vars(args).items() if k != "export_dir"}
+    done = 0
+    if saved.exists() and state.exists():
+        progress = json.loads(state.read_text())
+        if progress["config"] == config:
+            model, done = keras.saving.load_model(saved), progress["steps"]
+            print(f"  resumed from {saved} at step {done}")
+    loss = 0.0
+    while done < args.steps and np.isfinite(loss):
+        chunk = min(args.checkpoint_every, args.steps - done)
+        history = model.fit(
+            task.training_batches(args.batch_size, chunk, seed=seed, start=done),
+            shuffle=False,  # the stream's own order, the same after a resume
+            callbacks=[keras.callbacks.TerminateOnNaN()],
+            verbose=1 if sys.stdout.isatty() else 2,
+        )
+        loss, done = history.history["loss"][-1], done + chunk
+        # Write beside, then rename: a kill leaves the previous checkpoint whole.
+        model.save(saved.with_suffix(".partial.keras"))
+        os.replace(saved.with_suffix(".partial.keras"), saved)
+        state.with_suffix(".partial").write_text(
+            json.dumps({"config": config, "steps": done})
+        )
+        os.replace(state.with_suffix(".partial"), state)
+    if not np.isfinite(loss):
+        print(f"  diverged (loss {loss}) by step {done}: stopped; evaluated as is")
+    return model, not np.isfinite(loss)
 
 
 def evaluate(model, random_model, test_sets):
@@ -142,7 +182,11 @@ def main(argv=None):
         f"of {args.batch_size} fresh examples, Adam lr {args.learning_rate:g}.\n"
     )
 
-    rows, selected = [], {}
+    checkpoints = Path(
+        args.checkpoint_dir or f"results/checkpoints/static_arithmetic_{args.operation}"
+    )
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    rows, selected, stems = [], {}, []
     start = time.perf_counter()
     chosen = [MODEL_KEYS[key] for key in args.models]
     for name, build in build_models(task.input_size).items():
@@ -156,7 +200,8 @@ def main(argv=None):
             keras.utils.set_random_seed(seed)  # the run's own, repeatable init
             model = build()
             print(f"{name}, seed {seed}:")
-            diverged = train(model, task, args, seed)
+            stems.append(checkpoints / f"{TABLE_KEYS[name]}-{seed}")
+            model, diverged = train(model, task, args, seed, stems[-1])
             errors = evaluate(model, random_model, test_sets)
             print(
                 f"  interpolation {errors['interpolation']:.4g}, "
@@ -202,13 +247,23 @@ def main(argv=None):
         )
     print(f"\nTrained in {time.perf_counter() - start:.0f} s.")
 
-    if "NALU-NALU" not in selected:
-        return
+    if "NALU-NALU" in selected:
+        export_and_serve(selected["NALU-NALU"], task, test_sets, args)
+    # Done: the checkpoints of these runs are no longer needed.
+    for stem in stems:
+        for suffix in (".keras", ".json"):
+            stem.with_suffix(suffix).unlink(missing_ok=True)
+    if not any(checkpoints.iterdir()):
+        checkpoints.rmdir()
+
+
+def export_and_serve(model, task, test_sets, args):
+    symbol = SYMBOLS[args.operation]
     export_dir = args.export_dir or os.path.join(
         "saved_models", f"static_arithmetic_{args.operation}"
     )
     x_extrap, y_extrap = test_sets["extrapolation"]
-    path = export_saved_model(selected["NALU-NALU"], export_dir, x_extrap[:8])
+    path = export_saved_model(model, export_dir, x_extrap[:8])
     print(f"\nExported the NALU to {path}/ (verified against the Keras model).")
 
     import tensorflow as tf

@@ -1,9 +1,13 @@
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import tensorflow as tf
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "static_arithmetic.py"
@@ -45,3 +49,42 @@ def test_static_arithmetic_demo_rejects_bad_arguments(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2
     assert "--steps must be a positive integer" in result.stderr
+
+
+def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_path):
+    def command(name):
+        return [sys.executable, str(DEMO), "--steps", "6000", "--checkpoint-every",
+                "500", "--runs", "1", "--models", "nalu", "--eval-size", "256",
+                "--export-dir", str(tmp_path / f"{name}_model"),
+                "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    whole = subprocess.run(command("whole"), capture_output=True, text=True, env=env)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
+
+    state = tmp_path / "killed_checkpoints" / "nalu-1.json"
+    process = subprocess.Popen(
+        command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not state.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert state.exists(), "no checkpoint was written"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    killed_at = json.loads(state.read_text())["steps"]
+    assert 0 < killed_at < 6000 and not (tmp_path / "killed_model").exists()
+
+    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from" in resumed.stdout
+    x = np.random.default_rng(0).uniform(1, 6, (16, 100)).astype("float32")
+    whole_model = tf.saved_model.load(str(tmp_path / "whole_model"))
+    resumed_model = tf.saved_model.load(str(tmp_path / "killed_model"))
+    np.testing.assert_allclose(
+        resumed_model.serve(x).numpy(), whole_model.serve(x).numpy(), rtol=1e-6
+    )

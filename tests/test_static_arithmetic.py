@@ -70,6 +70,11 @@ def test_samples_and_batches_are_reproducible_and_fresh():
     assert x0.shape == (8, 100) and y0.shape == (8, 1) and x0.dtype == np.float32
     np.testing.assert_array_equal(x0, task.training_batches(8, 3, seed=5)[0][0])
     assert not np.array_equal(x0, batches[1][0])
+    # Chunks of a stream are the stream: batch 2 is batch 0 of the chunk at 2.
+    later = task.training_batches(8, 1, seed=5, start=2)
+    np.testing.assert_array_equal(later[0][0], batches[2][0])
+    with pytest.raises(ValueError, match="`start`"):
+        task.training_batches(8, 1, seed=5, start=-1)
 
 
 @pytest.mark.parametrize(

@@ -138,28 +138,33 @@ class StaticArithmetic:
         x = draw_uniform(rng, value_range, (n, self.input_size))
         return x.astype(np.float32), self.targets(x).astype(np.float32)
 
-    def training_batches(self, batch_size=128, steps=1000, seed=0):
+    def training_batches(self, batch_size=128, steps=1000, seed=0, start=0):
         """A `keras.utils.PyDataset` of `steps` fresh training batches.
 
-        Batch `i` is drawn from the seed `(seed, i)`, so the stream is the
-        same on every run and in any worker order. Pass it to `model.fit`.
+        Batch `i` is drawn from the seed `(seed, start + i)`, so the stream is
+        the same on every run and in any worker order, and training in chunks
+        (`start=0`, then `start=steps`, ...) sees the batches of one long run.
+        Pass it to `model.fit(..., shuffle=False)`: by default Keras shuffles
+        the order of a dataset's batches with Python's global `random`.
         """
-        return _FreshBatches(self, batch_size, steps, seed)
+        return _FreshBatches(self, batch_size, steps, seed, start)
 
 
 class _FreshBatches(keras.utils.PyDataset):
-    def __init__(self, task, batch_size, steps, seed):
+    def __init__(self, task, batch_size, steps, seed, start):
         super().__init__()
         self.task = task
         self.batch_size = _validation.positive_int("batch_size", batch_size)
         self.steps = _validation.positive_int("steps", steps)
         self.seed = seed
+        self.start = _validation.non_negative_int("start", start)
 
     def __len__(self):
         return self.steps
 
     def __getitem__(self, index):
-        return self.task.sample(self.batch_size, "train", seed=(self.seed, index))
+        seed = (self.seed, self.start + index)
+        return self.task.sample(self.batch_size, "train", seed=seed)
 
 
 def _fraction(name, value, low=None):

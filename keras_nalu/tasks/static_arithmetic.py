@@ -151,7 +151,7 @@ class StaticArithmetic:
 
 
 class _FreshBatches(keras.utils.PyDataset):
-    def __init__(self, task, batch_size, steps, seed, start):
+    def __init__(self, task, batch_size, steps, seed, start=0):
         super().__init__()
         self.task = task
         self.batch_size = _validation.positive_int("batch_size", batch_size)

@@ -59,7 +59,7 @@ class ScheduledPenaltyMixin:
     @property
     def regularization_weight(self):
         """The penalty's current weight, `strength * ramp(step, start, end)`."""
-        self._check_built("regularization_weight")
+        _validation.check_built(self, "regularization_weight")
         return self.regularization_strength * nalu_ops.ramp(
             self.regularization_step,
             self.regularization_start,

@@ -63,16 +63,8 @@ class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
     @property
     def effective_kernel(self):
         """The weight the unit applies: `clip(kernel, low, high)` (read-only)."""
-        self._check_built("effective_kernel")
+        _validation.check_built(self, "effective_kernel")
         return ops.clip(self.kernel, self.low, self.high)
-
-    def _check_built(self, what):
-        if not self.built:
-            raise ValueError(
-                f"`{what}` of {type(self).__name__} layer '{self.name}' is not "
-                "available before the layer is built: call the layer on an "
-                "input, or call `build(input_shape)`, first."
-            )
 
     def call(self, inputs, training=False):
         w = self.effective_kernel

@@ -93,3 +93,13 @@ def feature_dim(layer, input_shape):
             f"Received: input_shape={input_shape}"
         )
     return int(input_shape[-1])
+
+
+def check_built(layer, what):
+    """Raises unless `layer` is built: `what` (an attribute) needs its weights."""
+    if not layer.built:
+        raise ValueError(
+            f"`{what}` of {type(layer).__name__} layer '{layer.name}' is not "
+            "available before the layer is built: call the layer on an "
+            "input, or call `build(input_shape)`, first."
+        )

@@ -123,12 +123,7 @@ class ConstrainedDense(keras.layers.Layer):
     @property
     def effective_kernel(self):
         """The matrix `f(W)` the layer applies, shape `(input_dim, units)`."""
-        if not self.built:
-            raise ValueError(
-                f"`effective_kernel` of {type(self).__name__} layer "
-                f"'{self.name}' is not available before the layer is built: "
-                "call the layer on an input, or call `build(input_shape)`, first."
-            )
+        _validation.check_built(self, "effective_kernel")
         if self.weight_transform == "sigmoid":
             return ops.sigmoid(self.kernel)
         if self.weight_transform == "tanh":

@@ -154,7 +154,7 @@ class INALU(ScheduledPenaltyMixin, NAC):
     @property
     def effective_mul_kernel(self):
         """`W_mul = tanh(mul_w_hat) * sigmoid(mul_m_hat)`, `(input_dim, units)`."""
-        self._check_built("effective_mul_kernel")
+        _validation.check_built(self, "effective_mul_kernel")
         return nalu_ops.nac_weight(self.mul_w_hat, self.mul_m_hat)
 
     def _penalty(self):

@@ -116,16 +116,8 @@ class NAC(keras.layers.Layer):
     @property
     def effective_kernel(self):
         """The matrix `W = tanh(w_hat) * sigmoid(m_hat)`, shape `(in, units)`."""
-        self._check_built("effective_kernel")
+        _validation.check_built(self, "effective_kernel")
         return nalu_ops.nac_weight(self.w_hat, self.m_hat)
-
-    def _check_built(self, what):
-        if not self.built:
-            raise ValueError(
-                f"`{what}` of {type(self).__name__} layer '{self.name}' is not "
-                "available before the layer is built: call the layer on an "
-                "input, or call `build(input_shape)`, first."
-            )
 
     def _cast_inputs(self, inputs):
         # Keras casts floating inputs to the compute dtype; integers come here.

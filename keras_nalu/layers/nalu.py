@@ -139,7 +139,7 @@ class NALU(NAC):
         """`W` of the multiplicative path, shape `(input_dim, units)`."""
         if self.tied_weights:
             return self.effective_kernel
-        self._check_built("effective_mul_kernel")
+        _validation.check_built(self, "effective_mul_kernel")
         return nalu_ops.nac_weight(self.mul_w_hat, self.mul_m_hat)
 
     def call(self, inputs):

@@ -1,7 +1,12 @@
-"""Argument types shared by the example scripts (argparse `type=` functions)."""
+"""What the example scripts share: argparse types, and the options and steps
+around `keras_nalu.training.fit` (strategy, checkpoints, divergence)."""
 
 import argparse
 import math
+from pathlib import Path
+
+from keras_nalu.distribute import STRATEGIES, is_chief, make_strategy
+from keras_nalu.training import remove_checkpoint
 
 
 def positive_int(text):
@@ -22,3 +27,65 @@ def positive_float(text):
     if value is None or not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
     return value
+
+
+def add_training_arguments(parser, name):
+    """Adds `--strategy` and `--checkpoint-dir` (default results/checkpoints/NAME)."""
+    parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="default",
+        help="tf.distribute strategy: one device, the local devices, or the "
+        "hosts of TF_CONFIG (every host runs the same command)",
+    )
+    parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        default=Path("results/checkpoints") / name,
+        help="each run checkpoints here after every epoch; run the same "
+        "command again after an interruption and it resumes (default "
+        "%(default)s; deleted when the script finishes)",
+    )
+
+
+def create_strategy(args):
+    """Creates the strategy of `--strategy`: call it first in `main`, before
+    TensorFlow runs anything (a multi-worker strategy needs that)."""
+    return make_strategy(args.strategy)
+
+
+class Checkpoints:
+    """The per-run checkpoint folders of one script run, under `root`."""
+
+    def __init__(self, root, strategy):
+        self.root, self.strategy, self.runs = Path(root), strategy, []
+
+    def __call__(self, *parts):
+        """The folder of the run named by `parts`."""
+        folder = self.root.joinpath(*(str(part) for part in parts))
+        self.runs.append(folder)
+        return folder
+
+    def remove(self):
+        """Deletes the runs' checkpoints (only them): the script finished."""
+        if not is_chief(self.strategy):
+            return
+        for folder in self.runs:
+            remove_checkpoint(folder)
+        inside = {
+            folder
+            for run in self.runs
+            for folder in run.parents
+            if folder == self.root or self.root in folder.parents
+        }
+        for folder in sorted(inside, key=lambda f: len(f.parts), reverse=True):
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+
+
+def report(result, what="the run"):
+    """Prints a resume or a divergence of a `training.fit` result, if any."""
+    if result.resumed_at:
+        print(f"  {what}: resumed from its checkpoint after epoch {result.resumed_at}")
+    if result.divergence:
+        print(f"  {what} {result.divergence}; evaluated as it stopped")

@@ -13,25 +13,33 @@ Training is checkpointed every `--checkpoint-every` steps (model, optimizer
 state and step, written atomically); run the same command again after an
 interruption and every run resumes where it stopped, ending with the weights
 of an uninterrupted run. The checkpoints are deleted when the script finishes.
+`--strategy mirrored|multi-worker` trains on the local devices or on the hosts
+of `TF_CONFIG` (`keras_nalu.training.fit`).
 
     python examples/static_arithmetic.py                 # the `make demo` run
     python examples/static_arithmetic.py --operation add --runs 3
 """
 
 import argparse
-import json
+import math
 import os
 import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from _arguments import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    report,
+)
 
 from keras_nalu import NALU, export_saved_model  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.tasks import (  # noqa: E402
     OPERATIONS,
     PAPER_TABLE_1,
@@ -41,6 +49,7 @@ from keras_nalu.tasks import (  # noqa: E402
     paper_scale,
     success_threshold,
 )
+from keras_nalu.training import fit  # noqa: E402
 
 SOLVED = 1.0  # paper-scale extrapolation error below which a run counts as solved
 
@@ -87,10 +96,7 @@ def parse_args(argv=None):
         help="which models to train (default: both)",
     )
     parser.add_argument("--eval-size", type=int, default=10_000)
-    parser.add_argument(
-        "--checkpoint-dir",
-        help="where to checkpoint (default results/checkpoints/static_arithmetic_OP)",
-    )
+    add_training_arguments(parser, "static_arithmetic")
     parser.add_argument("--checkpoint-every", type=int, default=1000, help="steps")
     parser.add_argument(
         "--export-dir",
@@ -106,47 +112,38 @@ def parse_args(argv=None):
     return args
 
 
-def train(model, task, args, seed, checkpoint):
-    """Trains on `args.steps` fresh batches drawn from `seed`, in chunks of
-    `args.checkpoint_every` steps, checkpointed at `checkpoint` (a path stem).
+def train(build, task, args, seed, strategy, checkpoint_dir):
+    """Trains on `args.steps` fresh batches drawn from `seed`, in epochs of
+    `args.checkpoint_every` steps, each checkpointed in `checkpoint_dir`.
 
-    Resumes from the checkpoint when one of the same configuration exists.
-    Returns the trained model (a restored one is a new object) and whether
-    training diverged.
+    Resumes from the checkpoint when one of the same configuration exists;
+    returns the `training.fit` result.
     """
-    model.compile(
-        optimizer=keras.optimizers.Adam(args.learning_rate),
+    every = args.checkpoint_every
+
+    def batches(epoch):  # the stream's own slice: the same after a resume
+        steps = min(every, args.steps - epoch * every)
+        return task.training_batches(
+            args.batch_size, steps, seed=seed, start=epoch * every
+        )
+
+    config = {k: v for k, v in vars(args).items() if k not in IGNORED}
+    return fit(
+        build,
+        batches,
         loss="mse",
-        steps_per_execution=min(100, args.steps, args.checkpoint_every),
+        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+        epochs=math.ceil(args.steps / every),
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={**config, "seed": seed},
+        steps_per_execution=min(100, args.steps, every),
+        verbose=1 if sys.stdout.isatty() else 2,
     )
-    saved, state = checkpoint.with_suffix(".keras"), checkpoint.with_suffix(".json")
-    config = {k: v for k, v in vars(args).items() if k != "export_dir"}
-    done = 0
-    if saved.exists() and state.exists():
-        progress = json.loads(state.read_text())
-        if progress["config"] == config:
-            model, done = keras.saving.load_model(saved), progress["steps"]
-            print(f"  resumed from {saved} at step {done}")
-    loss = 0.0
-    while done < args.steps and np.isfinite(loss):
-        chunk = min(args.checkpoint_every, args.steps - done)
-        history = model.fit(
-            task.training_batches(args.batch_size, chunk, seed=seed, start=done),
-            shuffle=False,  # the stream's own order, the same after a resume
-            callbacks=[keras.callbacks.TerminateOnNaN()],
-            verbose=1 if sys.stdout.isatty() else 2,
-        )
-        loss, done = history.history["loss"][-1], done + chunk
-        # Write beside, then rename: a kill leaves the previous checkpoint whole.
-        model.save(saved.with_suffix(".partial.keras"))
-        os.replace(saved.with_suffix(".partial.keras"), saved)
-        state.with_suffix(".partial").write_text(
-            json.dumps({"config": config, "steps": done})
-        )
-        os.replace(state.with_suffix(".partial"), state)
-    if not np.isfinite(loss):
-        print(f"  diverged (loss {loss}) by step {done}: stopped; evaluated as is")
-    return model, not np.isfinite(loss)
+
+
+# Arguments that do not change a run's results: a checkpoint resumes across them.
+IGNORED = ("export_dir", "checkpoint_dir", "strategy", "runs", "models", "eval_size")
 
 
 def evaluate(model, random_model, test_sets):
@@ -164,6 +161,7 @@ def evaluate(model, random_model, test_sets):
 
 def main(argv=None):
     args = parse_args(argv)
+    strategy = create_strategy(args)
     task = StaticArithmetic(args.operation, seed=args.seed)
     test_sets = {
         split: task.sample(args.eval_size, split, seed=(args.seed, 10**9 + i))
@@ -182,11 +180,8 @@ def main(argv=None):
         f"of {args.batch_size} fresh examples, Adam lr {args.learning_rate:g}.\n"
     )
 
-    checkpoints = Path(
-        args.checkpoint_dir or f"results/checkpoints/static_arithmetic_{args.operation}"
-    )
-    checkpoints.mkdir(parents=True, exist_ok=True)
-    rows, selected, stems = [], {}, []
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    rows, selected = [], {}
     start = time.perf_counter()
     chosen = [MODEL_KEYS[key] for key in args.models]
     for name, build in build_models(task.input_size).items():
@@ -198,15 +193,22 @@ def main(argv=None):
         runs = []
         for seed in seeds:
             keras.utils.set_random_seed(seed)  # the run's own, repeatable init
-            model = build()
             print(f"{name}, seed {seed}:")
-            stems.append(checkpoints / f"{TABLE_KEYS[name]}-{seed}")
-            model, diverged = train(model, task, args, seed, stems[-1])
+            result = train(
+                build,
+                task,
+                args,
+                seed,
+                strategy,
+                checkpoints(args.operation, TABLE_KEYS[name], seed),
+            )
+            report(result)
+            model = result.model
             errors = evaluate(model, random_model, test_sets)
             print(
                 f"  interpolation {errors['interpolation']:.4g}, "
                 f"extrapolation {errors['extrapolation']:.4g}"
-                + (" (diverged)" if diverged else "")
+                + (" (diverged)" if result.divergence else "")
             )
             runs.append((errors, seed, model))
         # Select by interpolation error only: extrapolation data stays unseen.
@@ -247,14 +249,9 @@ def main(argv=None):
         )
     print(f"\nTrained in {time.perf_counter() - start:.0f} s.")
 
-    if "NALU-NALU" in selected:
+    if "NALU-NALU" in selected and is_chief(strategy):
         export_and_serve(selected["NALU-NALU"], task, test_sets, args)
-    # Done: the checkpoints of these runs are no longer needed.
-    for stem in stems:
-        for suffix in (".keras", ".json"):
-            stem.with_suffix(suffix).unlink(missing_ok=True)
-    if not any(checkpoints.iterdir()):
-        checkpoints.rmdir()
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
 
 
 def export_and_serve(model, task, test_sets, args):

@@ -67,7 +67,115 @@ def make_strategy(name="default"):
     return tf.distribute.get_strategy()
 
 
+def get_strategy(strategy=None):
+    """Returns `strategy` as a `tf.distribute.Strategy`.
+
+    Args:
+        strategy: A `tf.distribute.Strategy`, one of `"default"`,
+            `"mirrored"`, `"multi-worker"` (see `make_strategy`), or `None`
+            for the current strategy (the default one outside any scope).
+    """
+    if strategy is None:
+        return tf.distribute.get_strategy()
+    if isinstance(strategy, str):
+        return make_strategy(_validation.one_of("strategy", strategy, STRATEGIES))
+    if not isinstance(strategy, tf.distribute.Strategy):
+        raise _validation._invalid(
+            "strategy",
+            f"None, a tf.distribute.Strategy or one of {STRATEGIES}",
+            strategy,
+        )
+    return strategy
+
+
+def is_multi_worker(strategy):
+    """Whether `strategy` is a `tf.distribute.MultiWorkerMirroredStrategy`."""
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
+def is_chief(strategy=None):
+    """Whether this process should write the run's files (checkpoints,
+    results, exported models).
+
+    True except for the non-chief workers of a multi-worker strategy: the
+    `chief` task, or worker 0 when the cluster has no chief.
+
+    >>> from keras_nalu.distribute import is_chief
+    >>> is_chief()
+    True
+    """
+    resolver = getattr(get_strategy(strategy), "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    if resolver.task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+def build_in_scope(strategy, model_fn, optimizer_fn):
+    """Calls `model_fn` and `optimizer_fn` inside `strategy.scope()` and
+    builds the optimizer for the model; returns `(model, optimizer)`.
+
+    Raises a clear error unless `model_fn` returns a built `keras.Model` and
+    `optimizer_fn` a `keras.optimizers.Optimizer`.
+    """
+    with strategy.scope():
+        model = model_fn()
+        if not isinstance(model, keras.Model):
+            raise _validation._invalid(
+                "model_fn", "a function returning a keras.Model", model
+            )
+        if not model.built:
+            raise ValueError(
+                "Received an invalid value for `model_fn`, expected a "
+                "function returning a built keras.Model (start it with "
+                f"keras.Input). Received: a model that is not built, {model!r}"
+            )
+        optimizer = optimizer_fn()
+        if not isinstance(optimizer, keras.optimizers.Optimizer):
+            raise _validation._invalid(
+                "optimizer_fn",
+                "a function returning a keras.optimizers.Optimizer",
+                optimizer,
+            )
+        # Slot variables must exist before the first (compiled) step.
+        optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
 def _per_example_loss_fn(loss):
+    """A function `(y_true, y_pred) -> per-example losses` for `loss`, or for
+    a list of losses, one per model output (their sum)."""
+    if isinstance(loss, (list, tuple)) and loss:
+        fns = [_per_example_loss_fn(one) for one in loss]
+
+        def summed(y_true, y_pred):
+            if len(y_true) != len(fns) or len(y_pred) != len(fns):
+                raise ValueError(
+                    f"Received {len(fns)} losses for a model with {len(y_pred)} "
+                    f"outputs and {len(y_true)} targets; expected one per output"
+                )
+            terms = [
+                _mean_after_first_axis(fn(t, p))
+                for fn, t, p in zip(fns, y_true, y_pred, strict=True)
+            ]
+            return tf.add_n(terms)
+
+        return summed
+    return _one_loss_fn(loss)
+
+
+def _mean_after_first_axis(per_example):
+    per_example = tf.cast(per_example, "float32")
+    if per_example.shape.rank is None or per_example.shape.rank > 1:
+        per_example = tf.reduce_mean(
+            per_example, axis=tf.range(1, tf.rank(per_example))
+        )
+    return per_example
+
+
+def _one_loss_fn(loss):
     """A function `(y_true, y_pred) -> per-example losses` for `loss`."""
     if isinstance(loss, keras.losses.Loss):
         # `Loss.call` is the unreduced loss; `Loss.__call__` would reduce it.
@@ -81,8 +189,9 @@ def _per_example_loss_fn(loss):
         return loss
     raise _validation._invalid(
         "loss",
-        "the name of a Keras loss, a `keras.losses.Loss` or a function "
-        "`(y_true, y_pred) -> per-example losses`",
+        "the name of a Keras loss, a `keras.losses.Loss`, a function "
+        "`(y_true, y_pred) -> per-example losses`, or a list of these (one per "
+        "model output)",
         loss,
     )
 
@@ -113,7 +222,8 @@ class Trainer:
             (give it a `keras.Input`). It is called inside `strategy.scope()`.
         loss: The name of a Keras loss (`"mse"`), a `keras.losses.Loss`, or a
             function `(y_true, y_pred)` returning one loss per example (any
-            axes after the first are averaged).
+            axes after the first are averaged), or a list of these, one per
+            model output (the losses of the outputs are summed).
         optimizer_fn: A function of no arguments returning a
             `keras.optimizers.Optimizer`, called inside `strategy.scope()`.
         strategy: A `tf.distribute.Strategy`, or one of `"default"`,
@@ -168,41 +278,9 @@ class Trainer:
                 "global_batch_size", global_batch_size
             )
         self.global_batch_size = global_batch_size
-        if strategy is None:
-            strategy = tf.distribute.get_strategy()
-        elif isinstance(strategy, str):
-            strategy = make_strategy(
-                _validation.one_of("strategy", strategy, STRATEGIES)
-            )
-        elif not isinstance(strategy, tf.distribute.Strategy):
-            raise _validation._invalid(
-                "strategy",
-                f"None, a tf.distribute.Strategy or one of {STRATEGIES}",
-                strategy,
-            )
-        self.strategy = strategy
+        self.strategy = strategy = get_strategy(strategy)
 
-        with strategy.scope():
-            model = model_fn()
-            if not isinstance(model, keras.Model):
-                raise _validation._invalid(
-                    "model_fn", "a function returning a keras.Model", model
-                )
-            if not model.built:
-                raise ValueError(
-                    "Received an invalid value for `model_fn`, expected a "
-                    "function returning a built keras.Model (start it with "
-                    f"keras.Input). Received: a model that is not built, {model!r}"
-                )
-            optimizer = optimizer_fn()
-            if not isinstance(optimizer, keras.optimizers.Optimizer):
-                raise _validation._invalid(
-                    "optimizer_fn",
-                    "a function returning a keras.optimizers.Optimizer",
-                    optimizer,
-                )
-            # Slot variables must exist before the first (compiled) step.
-            optimizer.build(model.trainable_variables)
+        model, optimizer = build_in_scope(strategy, model_fn, optimizer_fn)
         self.model, self.optimizer = model, optimizer
         self._step = None
 
@@ -210,10 +288,7 @@ class Trainer:
         model, optimizer = self.model, self.optimizer
         with tf.GradientTape() as tape:
             y_pred = model(x, training=True)
-            per_example = tf.cast(self._loss_fn(y, y_pred), "float32")
-            if per_example.shape.rank is None or per_example.shape.rank > 1:
-                axes = tf.range(1, tf.rank(per_example))
-                per_example = tf.reduce_mean(per_example, axis=axes)
+            per_example = _mean_after_first_axis(self._loss_fn(y, y_pred))
             loss = tf.nn.compute_average_loss(
                 per_example, global_batch_size=self.global_batch_size
             )
@@ -235,19 +310,23 @@ class Trainer:
         """Returns `dataset` distributed over the strategy's replicas.
 
         Args:
-            dataset: A `tf.data.Dataset` of `(x, y)` batched with the global
-                batch size (split among the replicas and, under a multi-worker
-                strategy, sharded among the workers), or a function
+            dataset: A `tf.data.Dataset` or a `keras.utils.PyDataset` of
+                `(x, y)` batched with the global batch size (split among the
+                replicas and, under a multi-worker strategy, sharded among the
+                workers), or a function
                 `dataset_fn(input_context)` returning each worker's dataset,
                 batched with `input_context.get_per_replica_batch_size(...)`.
         """
+        if isinstance(dataset, keras.utils.PyDataset):
+            dataset = _as_tf_dataset(dataset)
         if isinstance(dataset, tf.data.Dataset):
             return self.strategy.experimental_distribute_dataset(dataset)
         if callable(dataset):
             return self.strategy.distribute_datasets_from_function(dataset)
         raise _validation._invalid(
             "dataset",
-            "a tf.data.Dataset of (x, y) or a function dataset_fn(input_context)",
+            "a tf.data.Dataset or keras.utils.PyDataset of (x, y), or a function "
+            "dataset_fn(input_context)",
             dataset,
         )
 
@@ -273,10 +352,129 @@ class Trainer:
             try:
                 loss = self._step(iterator)
             except (tf.errors.OutOfRangeError, StopIteration):
-                raise ValueError(
-                    "Received an invalid value for `dataset`, expected at least "
-                    f"steps={steps} batches (use dataset.repeat()). Received: a "
-                    f"dataset that ran out after {step} batches"
-                ) from None
+                raise _ran_out(steps, step) from None
             losses.append(float(loss))
         return losses
+
+    def fit(
+        self,
+        dataset,
+        epochs=1,
+        initial_epoch=0,
+        steps_per_epoch=None,
+        callbacks=None,
+        verbose=0,
+    ):
+        """Trains like `model.fit`: epochs of steps, with Keras callbacks.
+
+        The callbacks get the calls `model.fit` makes (`on_train_begin`,
+        `on_epoch_begin`, `on_train_batch_end` with `logs["loss"]`, the mean
+        loss of the epoch so far, `on_epoch_end`, `on_train_end`), with
+        `callback.model` the trainer's model, and training stops at the end of
+        a step in which a callback sets `model.stop_training = True` (as
+        `keras.callbacks.TerminateOnNaN` does).
+
+        Args:
+            dataset: See `distribute`. One iterator runs through all the
+                epochs, so a dataset of `steps_per_epoch * epochs` batches (or a
+                repeated one) gives every step fresh batches.
+            epochs: Positive integer, the index of the last epoch plus one.
+            initial_epoch: Non-negative integer, the epoch to start at.
+            steps_per_epoch: Positive integer, or `None` for the number of
+                batches of `dataset` (which must then be finite).
+            callbacks: A list of `keras.callbacks.Callback`.
+            verbose: 0 (silent) or 1 (a progress bar).
+
+        Returns:
+            A `keras.callbacks.History` (also `model.history`).
+        """
+        epochs = _validation.positive_int("epochs", epochs)
+        initial_epoch = _validation.non_negative_int("initial_epoch", initial_epoch)
+        if steps_per_epoch is None:
+            steps_per_epoch = _number_of_batches(dataset)
+        steps_per_epoch = _validation.positive_int("steps_per_epoch", steps_per_epoch)
+        callbacks = keras.callbacks.CallbackList(
+            list(callbacks or []),
+            add_history=True,
+            add_progbar=bool(verbose),
+            model=self.model,
+            verbose=verbose,
+            epochs=epochs,
+            steps=steps_per_epoch,
+        )
+        iterator = iter(self.distribute(dataset))
+        if self._step is None:
+            self._step = tf.function(self._distributed_step)
+        self.model.stop_training = False
+        logs = {}
+        callbacks.on_train_begin()
+        for epoch in range(initial_epoch, epochs):
+            callbacks.on_epoch_begin(epoch)
+            total = 0.0
+            for step in range(steps_per_epoch):
+                callbacks.on_train_batch_begin(step)
+                try:
+                    loss = float(self._step(iterator))
+                except (tf.errors.OutOfRangeError, StopIteration):
+                    raise _ran_out(
+                        steps_per_epoch * (epochs - initial_epoch),
+                        (epoch - initial_epoch) * steps_per_epoch + step,
+                    ) from None
+                total += loss
+                logs = {"loss": total / (step + 1)}
+                callbacks.on_train_batch_end(step, logs)
+                if self.model.stop_training:
+                    break
+            callbacks.on_epoch_end(epoch, logs)
+            if self.model.stop_training:
+                break
+        callbacks.on_train_end(logs)
+        return self.model.history
+
+
+def _ran_out(steps, step):
+    return ValueError(
+        "Received an invalid value for `dataset`, expected at least "
+        f"{steps} batches (use dataset.repeat()). Received: a dataset that "
+        f"ran out after {step} batches"
+    )
+
+
+def _number_of_batches(dataset):
+    if isinstance(dataset, keras.utils.PyDataset):
+        return len(dataset)
+    if isinstance(dataset, tf.data.Dataset):
+        cardinality = int(dataset.cardinality())
+        if cardinality > 0:
+            return cardinality
+    raise ValueError(
+        "Received steps_per_epoch=None for a dataset of unknown or infinite "
+        "length; expected steps_per_epoch, a positive integer"
+    )
+
+
+def _as_tf_dataset(dataset):
+    """A `keras.utils.PyDataset` of `(x, y)` as a `tf.data.Dataset`, in order."""
+    first = dataset[0]
+    if not (isinstance(first, tuple) and len(first) == 2):
+        raise _validation._invalid(
+            "dataset", "a keras.utils.PyDataset of (x, y) batches", dataset
+        )
+
+    def spec(value):
+        value = tf.convert_to_tensor(value)
+        return tf.TensorSpec([None, *value.shape[1:]], value.dtype)
+
+    signature = tf.nest.map_structure(spec, first)
+
+    def batches():
+        for index in range(len(dataset)):
+            yield dataset[index]
+
+    result = tf.data.Dataset.from_generator(batches, output_signature=signature)
+    # Every worker reads the whole stream and keeps its share of each batch.
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.DATA
+    )
+    return result.with_options(options)

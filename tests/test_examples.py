@@ -63,7 +63,7 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
 
-    state = tmp_path / "killed_checkpoints" / "nalu-1.json"
+    state = tmp_path / "killed_checkpoints" / "mul" / "nalu" / "1" / "checkpoint.npz"
     process = subprocess.Popen(
         command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
@@ -76,12 +76,13 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
     finally:
         process.kill()
         process.wait()
-    killed_at = json.loads(state.read_text())["steps"]
+    with np.load(state) as saved:
+        killed_at = 500 * json.loads(str(saved["metadata"]))["epoch"]
     assert 0 < killed_at < 6000 and not (tmp_path / "killed_model").exists()
 
     resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resumed from" in resumed.stdout
+    assert "resumed from its checkpoint" in resumed.stdout
     x = np.random.default_rng(0).uniform(1, 6, (16, 100)).astype("float32")
     whole_model = tf.saved_model.load(str(tmp_path / "whole_model"))
     resumed_model = tf.saved_model.load(str(tmp_path / "killed_model"))

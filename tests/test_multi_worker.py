@@ -1,6 +1,8 @@
 """`keras_nalu.distribute.Trainer` under `MultiWorkerMirroredStrategy`.
 
-Two worker processes on 127.0.0.1, each with its own `TF_CONFIG`, train a
+Two worker processes on 127.0.0.1, each with its own `TF_CONFIG`, train
+through `keras_nalu.training.fit` (the examples' loop, which picks the trainer
+under this strategy) a
 NAU -> NMU model (its penalty ramps over the first steps) and must end with
 identical weights, equal to those of a single-process run with the same global
 batch and seed, step losses included. A multi-worker strategy must be created
@@ -43,27 +45,47 @@ WORKER = textwrap.dedent(
 
     from keras_nalu import NAU, NMU
 
+    from keras_nalu.training import fit
+
+    class StepLosses(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.losses = []
+
+        def on_train_batch_end(self, batch, logs=None):
+            # The mean of the epoch so far, as model.fit logs it.
+            self.losses.append(logs["loss"])
+
     schedule = {"regularization_start": 0, "regularization_end": 3}
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
     x = rng.uniform(1, 2, (64, 4)).astype("float32")
     y = x[:, :1] * x[:, 1:2]
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).repeat()
-    trainer = Trainer(
+    step_losses = StepLosses()
+    # The examples' loop: the custom one under a multi-worker strategy;
+    # 2 epochs of STEPS / 2 batches, checkpointed by the chief only.
+    result = fit(
         lambda: keras.Sequential(
             [keras.Input((4,)), NAU(2, **schedule), NMU(1, **schedule)]
         ),
+        lambda epoch: tf.data.Dataset.from_tensor_slices((x, y)).skip(
+            epoch * 16 * STEPS // 2
+        ).repeat().batch(16).take(STEPS // 2),
         loss="mse",
         optimizer_fn=lambda: keras.optimizers.Adam(0.01),
+        epochs=2,
         strategy=strategy,
+        checkpoint_dir=out + ".checkpoint",
+        callbacks=[step_losses],
     )
-    losses = trainer.train(dataset, steps=STEPS)
-    weights = [keras.ops.convert_to_numpy(w) for w in trainer.model.weights]
+    losses = step_losses.losses
+    model = result.model
+    weights = [keras.ops.convert_to_numpy(w) for w in model.weights]
     np.savez(
         out,
         losses=np.array(losses),
-        replicas=trainer.strategy.num_replicas_in_sync,
-        paths=np.array([w.path for w in trainer.model.weights]),
+        replicas=strategy.num_replicas_in_sync,
+        paths=np.array([w.path for w in model.weights]),
         **{f"w{i}": w for i, w in enumerate(weights)},
     )
     """
@@ -158,6 +180,12 @@ def test_two_workers_match_a_single_process_run(tmp_path):
     np.testing.assert_array_equal(first["losses"], second["losses"])
     np.testing.assert_allclose(first["losses"], single["losses"], rtol=1e-5)
     assert single["losses"].shape == (STEPS,)
+    # Only the chief (worker 0) writes the checkpoint.
+    written = [
+        (tmp_path / f"{name}.npz.checkpoint" / "checkpoint.npz").exists()
+        for name in ("worker0", "worker1", "single")
+    ]
+    assert written == [True, False, True]
 
 
 def model_fn():

@@ -1,0 +1,300 @@
+"""`keras_nalu.training.fit`: resumable, divergence-aware training on both
+loops (`model.fit` and the custom `distribute.Trainer` loop)."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_nalu import NALU, NAU, NMU
+from keras_nalu.distribute import Trainer
+from keras_nalu.training import FitResult, StopOnDivergence, fit
+
+LOOPS = ("fit", "custom")
+EPOCHS, STEPS, BATCH = 4, 5, 16
+
+
+def nau_nmu():
+    schedule = {"regularization_start": 0, "regularization_end": 10}
+    return keras.Sequential([keras.Input((4,)), NAU(2, **schedule), NMU(1, **schedule)])
+
+
+def adam():
+    return keras.optimizers.Adam(0.01)
+
+
+class Batches(keras.utils.PyDataset):
+    """Epoch `epoch`'s fresh batches, drawn from `(epoch, step)` only."""
+
+    def __init__(self, epoch, scale=1.0):
+        super().__init__()
+        self.epoch, self.scale = epoch, scale
+
+    def __len__(self):
+        return STEPS
+
+    def __getitem__(self, step):
+        rng = np.random.default_rng((self.epoch, step))
+        x = rng.uniform(1, 2, (BATCH, 4)).astype("float32") * self.scale
+        return x, x[:, :1] * x[:, 1:2]
+
+
+class Interrupt(keras.callbacks.Callback):
+    """Raises at the end of epoch `at`, before its checkpoint is written."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.at:
+            raise KeyboardInterrupt
+
+
+class Probe(keras.callbacks.Callback):
+    """Adds a value to the epoch's logs and keeps a state across a resume."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = np.zeros((), "int64")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.calls += 1
+        logs["probe"] = 10.0 * epoch
+
+    def get_checkpoint_state(self):
+        return {"calls": self.calls}
+
+    def set_checkpoint_state(self, state):
+        self.calls = state["calls"].copy()
+
+
+def train(loop, checkpoint_dir=None, callbacks=(), config=None, data_fn=Batches):
+    keras.utils.set_random_seed(3)
+    return fit(
+        nau_nmu,
+        data_fn,
+        loss="mse",
+        optimizer_fn=adam,
+        epochs=EPOCHS,
+        loop=loop,
+        checkpoint_dir=checkpoint_dir,
+        config=config,
+        callbacks=callbacks,
+    )
+
+
+def weights(model):
+    return [keras.ops.convert_to_numpy(w) for w in model.weights]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(loop, tmp_path):
+    whole = train(loop, callbacks=[Probe()])
+    probe = Probe()
+    with pytest.raises(KeyboardInterrupt):
+        train(loop, tmp_path, callbacks=[probe, Interrupt(at=2)])
+    assert probe.calls == 3
+    probe = Probe()  # a fresh process: the state comes from the checkpoint
+    resumed = train(loop, tmp_path, callbacks=[probe])
+    assert resumed.resumed_at == 2 and resumed.epochs == EPOCHS
+    assert probe.calls == EPOCHS  # 2 restored + 2 after the resume
+    for a, b in zip(weights(whole.model), weights(resumed.model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    # The step counter of the scheduled penalty resumed too.
+    assert int(resumed.model.layers[0].regularization_step.numpy()) == EPOCHS * STEPS
+    np.testing.assert_allclose(resumed.history["loss"], whole.history["loss"])
+    assert resumed.history["probe"] == [0.0, 10.0, 20.0, 30.0]
+    assert resumed.divergence is None
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_finished_run_restores_without_training(loop, tmp_path):
+    first = train(loop, tmp_path)
+    calls = []
+    again = train(loop, tmp_path, data_fn=lambda epoch: calls.append(epoch))
+    assert calls == [] and again.resumed_at == EPOCHS
+    for a, b in zip(weights(first.model), weights(again.model), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_both_loops_train_alike():
+    by_loop = {loop: train(loop) for loop in LOOPS}
+    for a, b in zip(*(weights(r.model) for r in by_loop.values()), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        by_loop["fit"].history["loss"], by_loop["custom"].history["loss"], rtol=1e-4
+    )
+
+
+def test_each_epoch_gets_its_own_data():
+    seen = []
+
+    def data_fn(epoch):
+        seen.append(epoch)
+        return Batches(epoch)
+
+    train("fit", data_fn=data_fn)
+    assert seen == list(range(EPOCHS))
+
+
+def test_another_config_starts_afresh(tmp_path, capsys):
+    train("fit", tmp_path, config={"lr": 0.01})
+    again = train("fit", tmp_path, config={"lr": 0.02})
+    assert again.resumed_at == 0 and again.epochs == EPOCHS
+    assert "another configuration" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_diverging_run_stops_with_a_clear_message(loop, tmp_path):
+    def data_fn(epoch):
+        return Batches(epoch, scale=np.inf if epoch == 1 else 1.0)
+
+    keras.utils.set_random_seed(0)
+    result = fit(
+        lambda: keras.Sequential([keras.Input((4,)), NALU(1)]),
+        data_fn,
+        loss="mse",
+        optimizer_fn=adam,
+        epochs=EPOCHS,
+        loop=loop,
+        checkpoint_dir=tmp_path,
+    )
+    assert result.epochs == 2
+    assert result.divergence.startswith("diverged: the training loss became")
+    assert "in epoch 2, step 1 of 5" in result.divergence
+    # The divergence is checkpointed: a rerun reports it without training.
+    again = fit(
+        lambda: keras.Sequential([keras.Input((4,)), NALU(1)]),
+        lambda epoch: pytest.fail("trained again"),
+        loss="mse",
+        optimizer_fn=adam,
+        epochs=EPOCHS,
+        loop=loop,
+        checkpoint_dir=tmp_path,
+    )
+    assert again.divergence == result.divergence and again.epochs == 2
+
+
+def test_a_checkpoint_of_another_model_is_refused(tmp_path):
+    train("fit", tmp_path)
+    with pytest.raises(ValueError, match="written by another model"):
+        fit(
+            lambda: keras.Sequential([keras.Input((4,)), NALU(1)]),
+            Batches,
+            loss="mse",
+            optimizer_fn=adam,
+            epochs=EPOCHS,
+            checkpoint_dir=tmp_path,
+        )
+
+
+def test_a_kill_while_writing_leaves_the_previous_checkpoint(tmp_path):
+    train("fit", tmp_path)
+    # What a kill during a write leaves: a partial file beside the checkpoint.
+    (tmp_path / "checkpoint.npz.partial").write_bytes(b"half")
+    again = train("fit", tmp_path)
+    assert again.resumed_at == EPOCHS
+
+
+def test_trainer_fit_runs_callbacks_and_stops_when_asked():
+    class StopAfter(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.events = []
+
+        def on_train_begin(self, logs=None):
+            self.events.append("begin")
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.events.append(("batch", batch, round(logs["loss"], 6) >= 0))
+            if batch == 2:
+                self.model.stop_training = True
+
+        def on_train_end(self, logs=None):
+            self.events.append("end")
+
+    trainer = Trainer(nau_nmu, "mse", adam)
+    callback = StopAfter()
+    history = trainer.fit(Batches(0), epochs=3, callbacks=[callback])
+    assert callback.events == [
+        "begin",
+        ("batch", 0, True),
+        ("batch", 1, True),
+        ("batch", 2, True),
+        "end",
+    ]
+    assert len(history.history["loss"]) == 1
+    assert int(trainer.optimizer.iterations.numpy()) == 3
+
+
+def test_trainer_fit_needs_steps_for_an_infinite_dataset():
+    dataset = tf.data.Dataset.from_tensors(Batches(0)[0]).repeat()
+    trainer = Trainer(nau_nmu, "mse", adam)
+    with pytest.raises(ValueError, match="steps_per_epoch=None"):
+        trainer.fit(dataset)
+    history = trainer.fit(dataset, epochs=2, steps_per_epoch=3)
+    assert len(history.history["loss"]) == 2
+
+
+def test_trainer_sums_a_list_of_losses():
+    def two_outputs():
+        x = keras.Input((4,))
+        return keras.Model(x, [NAU(1)(x), NAU(1)(x)])
+
+    def data(epoch):
+        x, y = Batches(epoch)[0]
+        return tf.data.Dataset.from_tensors((x, (y, 2 * y)))
+
+    keras.utils.set_random_seed(0)
+    custom = fit(
+        two_outputs,
+        data,
+        loss=["mse", "mae"],
+        optimizer_fn=adam,
+        epochs=2,
+        loop="custom",
+    )
+    keras.utils.set_random_seed(0)
+    keras_fit = fit(
+        two_outputs, data, loss=["mse", "mae"], optimizer_fn=adam, epochs=2, loop="fit"
+    )
+    np.testing.assert_allclose(
+        custom.history["loss"], keras_fit.history["loss"], rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"epochs": 0}, "epochs"),
+        ({"epochs": 1.5}, "epochs"),
+        ({"loop": "keras"}, "loop"),
+        ({"verbose": 3}, "verbose"),
+        ({"steps_per_execution": 0}, "steps_per_execution"),
+        ({"callbacks": [print]}, "callbacks"),
+        ({"config": {"f": print}}, "config"),
+        ({"model_fn": "model"}, "model_fn"),
+        ({"model_fn": lambda: keras.Sequential([NAU(1)])}, "model_fn"),
+        ({"data_fn": [1, 2]}, "data_fn"),
+        ({"optimizer_fn": lambda: "adam"}, "optimizer_fn"),
+        ({"strategy": "tpu"}, "strategy"),
+    ],
+)
+def test_invalid_arguments_raise(kwargs, name):
+    arguments = {
+        "model_fn": nau_nmu,
+        "data_fn": Batches,
+        "loss": "mse",
+        "optimizer_fn": adam,
+        "epochs": 1,
+        **kwargs,
+    }
+    model_fn, data_fn = arguments.pop("model_fn"), arguments.pop("data_fn")
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        fit(model_fn, data_fn, **arguments)
+
+
+def test_stop_on_divergence_is_a_callback():
+    assert isinstance(StopOnDivergence(), keras.callbacks.Callback)
+    assert FitResult(None, {}, 0).divergence is None

@@ -77,7 +77,7 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
         process.kill()
         process.wait()
     with np.load(state) as saved:
-        killed_at = 500 * json.loads(str(saved["metadata"]))["epoch"]
+        killed_at = 500 * json.loads(str(saved["metadata"]))["state"]["epoch"]
     assert 0 < killed_at < 6000 and not (tmp_path / "killed_model").exists()
 
     resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)

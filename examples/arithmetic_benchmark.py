@@ -14,6 +14,13 @@ whose weights are off by 1e-5, simulated) with its Wilson 95% interval, the
 median iteration at which extrapolation was first solved, and the training
 speed in ms per run-iteration.
 
+Each model's runs are checkpointed after every evaluation (`--checkpoint-dir`);
+run the same command again after an interruption and it resumes, with the
+results of an uninterrupted run. Unlike the other examples this script takes
+no `--strategy`: it is not a Keras model but one batched graph holding every
+seed, which already uses all the cores of a host. To use several hosts, give
+each its own `--models` and merge their JSON files with `--from-json`.
+
     python examples/arithmetic_benchmark.py --quick
     python examples/arithmetic_benchmark.py --seeds 25 --iterations 50000
     python examples/arithmetic_benchmark.py --from-json a.json b.json  # merged
@@ -102,6 +109,14 @@ def parse_args(argv=None):
         "--png", help="default results/arithmetic_benchmark[_signed].png"
     )
     parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        default=Path("results/checkpoints/arithmetic_benchmark"),
+        help="every model's runs checkpoint here after every evaluation; run "
+        "the same command again after an interruption and it resumes "
+        "(default %(default)s; deleted when the benchmark finishes)",
+    )
+    parser.add_argument(
         "--from-json",
         nargs="+",
         help="print the tables and plot of saved runs instead of training "
@@ -172,7 +187,9 @@ def save(path, args, speed, seconds, results):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    arguments = {k: v for k, v in vars(args).items() if k != "saved"}
+    arguments = {
+        k: v for k, v in vars(args).items() if k not in ("saved", "checkpoint_dir")
+    }
     arguments["models"] = list(speed)  # the models finished so far
     with open(partial, "w") as f:
         json.dump(
@@ -298,7 +315,7 @@ def main(argv=None):
         print(f"Wrote {args.png}.")
         return
     start = time.perf_counter()
-    results, speed = [], {}
+    results, speed, checkpoints = [], {}, []
     for model in args.models:
         bench = StaticBenchmark(
             model,
@@ -316,7 +333,11 @@ def main(argv=None):
             f"{args.iterations} iterations",
             flush=True,
         )
-        run = bench.run(args.iterations, eval_every=args.eval_every)
+        checkpoint = args.checkpoint_dir / f"{model}.npz"
+        checkpoints.append(checkpoint)
+        run = bench.run(
+            args.iterations, eval_every=args.eval_every, checkpoint=checkpoint
+        )
         speed[model] = run["ms_per_run_iteration"]
         print(
             f"  {run['seconds']:.0f} s of training, "
@@ -331,6 +352,10 @@ def main(argv=None):
     report(results, speed, seconds, args)
     save(args.json, args, speed, seconds, results)
     print(f"Wrote {args.json} and {args.png}.")
+    for checkpoint in checkpoints:  # done: no longer needed
+        checkpoint.unlink(missing_ok=True)
+    if args.checkpoint_dir.is_dir() and not any(args.checkpoint_dir.iterdir()):
+        args.checkpoint_dir.rmdir()
 
 
 if __name__ == "__main__":

@@ -174,6 +174,52 @@ def test_training_reduces_the_error_and_summaries_are_complete():
         assert 0 <= result["sparsity_error"] <= 0.5
 
 
+def test_an_interrupted_benchmark_resumes_to_the_uninterrupted_result(tmp_path):
+    whole = small("nmu", "mul", [0, 1]).run(60, eval_every=20)
+    checkpoint = tmp_path / "nmu.npz"
+
+    class Killed(Exception):
+        pass
+
+    def kill_at_40(entry):
+        if entry["iteration"] == 40:
+            raise Killed  # after the checkpoint of iteration 20, before 40's
+
+    bench = small("nmu", "mul", [0, 1])
+    with pytest.raises(Killed):
+        bench.run(60, eval_every=20, on_eval=kill_at_40, checkpoint=checkpoint)
+    seen, chunks = [], []
+    bench = small("nmu", "mul", [0, 1])
+    train = bench._train
+
+    class Counting:  # counts the chunks of training steps
+        get_concrete_function = train.get_concrete_function
+
+        def __call__(self, steps):
+            chunks.append(int(steps))
+            return train(steps)
+
+    bench._train = Counting()
+    resumed = bench.run(
+        60, eval_every=20, on_eval=lambda e: seen.append(e["iteration"]),
+        checkpoint=checkpoint,
+    )  # fmt: skip
+    assert seen == [0, 20, 40, 60]
+    assert chunks == [20, 20]  # resumed after iteration 20
+    assert len(resumed["history"]) == len(whole["history"]) == 4
+    for a, b in zip(whole["history"], resumed["history"], strict=True):
+        for key in ("interpolation", "extrapolation"):
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-6)
+        assert a["iteration"] == b["iteration"]
+    # Another configuration does not resume from it.
+    other = small("nmu", "mul", [0, 1], learning_rate=0.01)
+    seen.clear()
+    other.run(
+        20, eval_every=20, checkpoint=checkpoint, on_eval=lambda e: seen.append(e)
+    )
+    assert [e["iteration"] for e in seen] == [0, 20]
+
+
 def test_summary_selects_by_interpolation_and_applies_the_threshold():
     bench = small("linear", "mul", [0, 1])
     threshold = bench.thresholds[0]
@@ -229,10 +275,12 @@ def test_benchmark_example_smoke_run(tmp_path):
         [sys.executable, str(BENCHMARK), "--seeds", "2", "--iterations", "40",
          "--eval-every", "20", "--eval-size", "64", "--operations", "add", "mul",
          "--models", "nac", "relu6", "--json", str(tmp_path / "r.json"),
-         "--png", str(tmp_path / "r.png")],
+         "--png", str(tmp_path / "r.png"),
+         "--checkpoint-dir", str(tmp_path / "checkpoints")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "checkpoints").exists()  # removed when done
     assert "| a*b | 0/2 [0.00, 0.66]" in result.stdout or "| a*b |" in result.stdout
     assert "ms per run-iteration" in result.stdout
     import json

@@ -21,6 +21,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_nalu import ops as nalu_ops
+from keras_nalu import training
 from keras_nalu.initializers import NMUUniform
 from keras_nalu.layers import _validation
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
@@ -276,6 +277,17 @@ class StaticBenchmark:
                 f"Received: model={model!r}"
             )
         self.model = model
+        self._config = {
+            "model": model,
+            "operations": operations,
+            "seeds": list(seeds),
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "eval_size": eval_size,
+            "regularization": regularization,
+            "nmu_center": nmu_center,
+            **task_kwargs,
+        }
         operations = [operations] if isinstance(operations, str) else list(operations)
         seeds = [_validation.non_negative_int("seeds", s) for s in seeds]
         if not operations or not seeds:
@@ -414,31 +426,66 @@ class StaticBenchmark:
             for split, (x, y) in self.test_sets.items()
         }
 
-    def run(self, iterations, eval_every=1000, on_eval=None):
+    def run(self, iterations, eval_every=1000, on_eval=None, checkpoint=None):
         """Trains `iterations` steps, evaluating at 0 and every `eval_every` steps.
+
+        With `checkpoint` (a file path), the state of every run (weights,
+        Adam's moments, the step) and the history so far are saved there
+        after every evaluation, atomically, and a later call with the same
+        benchmark and arguments resumes from it: every batch is drawn from
+        its step, so the result is that of an uninterrupted run.
 
         Returns a dict: `history` (iteration, per-run MSEs and first-layer
         sparsity error at every evaluation), `seconds` (training time, after
-        compilation) and `ms_per_run_iteration`.
+        compilation, including before a resume) and `ms_per_run_iteration`.
         """
         iterations = _validation.positive_int("iterations", iterations)
         eval_every = _validation.positive_int("eval_every", eval_every)
         # Compile outside the timing, without taking a step.
         self._train.get_concrete_function(tf.TensorSpec([], tf.int64))
         history, seconds, done = [], 0.0, 0
+        variables = [
+            self.step,
+            *(self.params[k] for k in sorted(self.params)),
+            *(m for k in sorted(self._moments) for m in self._moments[k]),
+        ]
+        config = {**self._config, "iterations": iterations, "eval_every": eval_every}
+        saved = None
+        if checkpoint is not None:
+            saved = training.load_checkpoint(checkpoint, variables, config=config)
+        if saved is not None:
+            state = saved[0]
+            seconds, done = state["seconds"], state["done"]
+            history = [
+                {k: np.asarray(v) if k in self.test_sets else v for k, v in e.items()}
+                for e in state["history"]
+            ]
+            for entry in history if on_eval is not None else ():
+                on_eval(entry)
         while True:
-            w = first_layer_weight(self.model, self.params)
-            history.append(
-                {
-                    "iteration": done,
-                    **{k: v.numpy() for k, v in self._evaluate().items()},
-                    "sparsity": None
-                    if w is None
-                    else [sparsity_error(one) for one in ops.convert_to_numpy(w)],
-                }
-            )
-            if on_eval is not None:
-                on_eval(history[-1])
+            if saved is None or done > history[-1]["iteration"]:
+                w = first_layer_weight(self.model, self.params)
+                history.append(
+                    {
+                        "iteration": done,
+                        **{k: v.numpy() for k, v in self._evaluate().items()},
+                        "sparsity": None
+                        if w is None
+                        else [sparsity_error(one) for one in ops.convert_to_numpy(w)],
+                    }
+                )
+                if on_eval is not None:
+                    on_eval(history[-1])
+                if checkpoint is not None:
+                    as_json = [
+                        {k: np.asarray(v).tolist() if k in self.test_sets else v
+                         for k, v in entry.items()}
+                        for entry in history
+                    ]  # fmt: skip
+                    state = {"history": as_json, "seconds": seconds, "done": done}
+                    training.save_checkpoint(
+                        checkpoint, variables, state, config=config
+                    )
             if done >= iterations:
                 break
             chunk = min(eval_every - done % eval_every, iterations - done)

@@ -12,7 +12,14 @@ _SAVED_MODEL_FILE = "saved_model.pb"
 
 
 def export_saved_model(
-    model, path, sample_input=None, *, overwrite=True, rtol=1e-5, atol=1e-6
+    model,
+    path,
+    sample_input=None,
+    *,
+    overwrite=True,
+    rtol=1e-5,
+    atol=1e-6,
+    jit_compile=False,
 ):
     """Exports `model` as a TensorFlow SavedModel at `path`, or leaves all as it was.
 
@@ -41,6 +48,12 @@ def export_saved_model(
         overwrite: Whether a SavedModel already at `path` may be replaced
             (keyword-only, a bool).
         rtol, atol: Tolerances of the check of served against Keras outputs.
+        jit_compile: Whether the `serve` endpoint is compiled with XLA when
+            it is loaded (`tf.function(jit_compile=True)`; keyword-only, a
+            bool). XLA fuses the NALU's elementwise log, exp and sigmoid with
+            their neighbours: `examples/serving_benchmark.py` measures the
+            gain. The model's inputs must have known dimensions besides the
+            batch.
 
     Returns:
         The `pathlib.Path` of the exported SavedModel.
@@ -68,11 +81,12 @@ def export_saved_model(
             "call it on data or give it an `Input` first. "
             f"Received: model={model.name!r} (not built)"
         )
-    if not isinstance(overwrite, bool):
-        raise ValueError(
-            "Received an invalid value for `overwrite`, expected True or False. "
-            f"Received: overwrite={overwrite!r}"
-        )
+    for name, value in (("overwrite", overwrite), ("jit_compile", jit_compile)):
+        if not isinstance(value, bool):
+            raise ValueError(
+                f"Received an invalid value for `{name}`, expected True or "
+                f"False. Received: {name}={value!r}"
+            )
     path = _check_target(path, overwrite)
     if sample_input is None:
         sample_input = _default_sample(model)
@@ -87,7 +101,10 @@ def export_saved_model(
     moved = False
     try:
         exported = staging / path.name
-        model.export(str(exported), format="tf_saved_model", verbose=False)
+        if jit_compile:
+            _export_compiled(model, exported)
+        else:
+            model.export(str(exported), format="tf_saved_model", verbose=False)
         _verify(exported, samples, expected, rtol, atol)
         _move_into_place(exported, path, staging / "previous")
         moved = True
@@ -97,6 +114,32 @@ def export_saved_model(
             for folder in created:  # deepest first
                 folder.rmdir()
     return path
+
+
+def _export_compiled(model, folder):
+    """Writes `model` with a `serve` endpoint compiled by XLA."""
+    import tensorflow as tf
+
+    specs = []
+    for tensor in model.inputs:
+        if any(dim is None for dim in tuple(tensor.shape)[1:]):
+            raise ValueError(
+                "Received jit_compile=True for a model whose input shape "
+                f"{tuple(tensor.shape)} has unknown dimensions besides the "
+                "batch; expected known ones (XLA compiles one program per "
+                "shape). Export it with jit_compile=False."
+            )
+        specs.append(tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name))
+
+    def serve(*inputs):
+        return model(inputs[0] if len(inputs) == 1 else list(inputs), training=False)
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(
+        "serve", tf.function(serve, jit_compile=True, input_signature=specs)
+    )
+    archive.write_out(str(folder), verbose=False)
 
 
 def _check_target(path, overwrite):

@@ -75,9 +75,14 @@ def predict(model, x):
     return keras.ops.convert_to_numpy(model(x))
 
 
-def test_static_model_serves_without_keras_nalu_at_any_batch_size(tmp_path):
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_static_model_serves_without_keras_nalu_at_any_batch_size(
+    tmp_path, jit_compile
+):
     model = static_model()
-    path = export_saved_model(model, tmp_path / "static")
+    path = export_saved_model(model, tmp_path / "static", jit_compile=jit_compile)
+    # The serving function is marked for XLA exactly when asked.
+    assert (b"_XlaMustCompile" in (path / "saved_model.pb").read_bytes()) is jit_compile
     assert path == tmp_path / "static" and (path / "saved_model.pb").is_file()
     rng = np.random.default_rng(0)
     inputs = {
@@ -108,9 +113,10 @@ def test_recurrent_model_without_sample_input_asks_for_one(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_saved_model_cli_runs_the_serving_signature(tmp_path):
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_saved_model_cli_runs_the_serving_signature(tmp_path, jit_compile):
     model = static_model()
-    path = export_saved_model(model, tmp_path / "static")
+    path = export_saved_model(model, tmp_path / "static", jit_compile=jit_compile)
     cli = Path(sys.executable).with_name("saved_model_cli")
     if not cli.exists():
         cli = shutil.which("saved_model_cli")
@@ -233,10 +239,18 @@ def test_accepts_a_nested_list_as_sample_input(tmp_path):
     assert export_saved_model(static_model(), tmp_path / "m", sample).exists()
 
 
-@pytest.mark.parametrize("overwrite", ["False", 0, None])
-def test_invalid_overwrite_raises(tmp_path, overwrite):
-    with pytest.raises(ValueError, match="`overwrite`.*True or False"):
-        export_saved_model(static_model(), tmp_path / "m", overwrite=overwrite)
+@pytest.mark.parametrize("name", ["overwrite", "jit_compile"])
+@pytest.mark.parametrize("value", ["False", 0, None])
+def test_invalid_flag_raises(tmp_path, name, value):
+    with pytest.raises(ValueError, match=f"`{name}`.*True or False"):
+        export_saved_model(static_model(), tmp_path / "m", **{name: value})
+
+
+def test_jit_compile_needs_known_input_dimensions(tmp_path):
+    sample = np.ones((2, 5, 3), "float32")
+    with pytest.raises(ValueError, match="jit_compile=True.*unknown dimensions"):
+        export_saved_model(recurrent_model(), tmp_path / "r", sample, jit_compile=True)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_overwrite_false_keeps_an_existing_model(tmp_path):

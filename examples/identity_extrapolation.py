@@ -22,6 +22,11 @@ such a spike. With AMSGrad, which keeps the largest second moment, both stayed
 at their floor (3e-5 and 1e-5) at every checkpoint (seeds 1 and 2 measured).
 `--optimizer adam` runs plain Adam.
 
+Each run is checkpointed every `--checkpoint-every` steps; run the same command
+again after an interruption and every run resumes where it stopped, ending with
+the weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains
+on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
+
     python examples/identity_extrapolation.py              # 3 seeds, about 4 min
     python examples/identity_extrapolation.py --quick      # 1 seed, 300 steps
     python examples/identity_extrapolation.py --models ReLU NAC --seeds 10
@@ -30,6 +35,7 @@ at their floor (3e-5 and 1e-5) at every checkpoint (seeds 1 and 2 measured).
 import argparse
 import io
 import json
+import math
 import os
 import sys
 import time
@@ -40,7 +46,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from _arguments import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    report,
+)
 
+from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.tasks.identity import (  # noqa: E402
     FIGURE_RANGE,
     MODELS,
@@ -53,10 +67,19 @@ from keras_nalu.tasks.identity import (  # noqa: E402
     identity_model,
     table_inputs,
 )
+from keras_nalu.training import fit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = {"seeds": 1, "steps": 300}
 OPTIMIZER_NAMES = {"amsgrad": "Adam (AMSGrad)", "adam": "Adam"}
+# The arguments that change a run's training: a checkpoint resumes only with them.
+TRAINING_ARGUMENTS = (
+    "steps",
+    "batch_size",
+    "learning_rate",
+    "optimizer",
+    "checkpoint_every",
+)
 
 
 def parse_args(argv=None):
@@ -98,10 +121,14 @@ def parse_args(argv=None):
         default=ROOT / "results" / "identity_extrapolation.json",
         help="every run's errors and settings",
     )
+    add_training_arguments(parser, "identity_extrapolation")
+    parser.add_argument(
+        "--checkpoint-every", type=int, default=1000, help="steps (one epoch)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.steps = QUICK["seeds"], QUICK["steps"]
-    for name in ("seeds", "steps", "batch_size"):
+    for name in ("seeds", "steps", "batch_size", "checkpoint_every"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if not args.learning_rate > 0:
@@ -109,33 +136,52 @@ def parse_args(argv=None):
     return args
 
 
-def run(name, seed, args, test_sets):
-    """Trains one model from `seed` and returns its errors on `test_sets`."""
+def run(name, seed, args, test_sets, strategy, checkpoint_dir):
+    """Trains one model from `seed` and returns its errors on `test_sets` and
+    the `training.fit` result (resumed from `checkpoint_dir` when it holds one).
+    """
     start = time.perf_counter()
+    x, y = identity_batches(args.steps, args.batch_size, seed=seed)
+    every, size = args.checkpoint_every, args.batch_size
+
+    def batches(epoch):  # steps [epoch * every, ...) of the run's one stream
+        part = slice(epoch * every * size, (epoch + 1) * every * size)
+        return tf.data.Dataset.from_tensor_slices((x[part], y[part])).batch(size)
+
     keras.utils.set_random_seed(seed)
-    model = identity_model(name)
-    model.compile(
-        optimizer=keras.optimizers.Adam(
+    result = fit(
+        lambda: identity_model(name),
+        batches,
+        loss="mse",
+        optimizer_fn=lambda: keras.optimizers.Adam(
             args.learning_rate, amsgrad=args.optimizer == "amsgrad"
         ),
-        loss="mse",
-        steps_per_execution=min(100, args.steps),
+        epochs=math.ceil(args.steps / every),
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={
+            "model": name,
+            "seed": seed,
+            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+        },
+        steps_per_execution=min(100, args.steps, every),
+        verbose=0,
     )
-    x, y = identity_batches(args.steps, args.batch_size, seed=seed)
-    history = model.fit(
-        x, y, batch_size=args.batch_size, epochs=1, shuffle=False, verbose=0
-    )
+    model = result.model
     errors = {split: absolute_errors(model, x) for split, x in test_sets.items()}
+    # Keras reports each epoch's loss averaged over its steps; their mean
+    # weighted by the steps is the loss averaged over all the steps trained.
+    steps = [min(every, args.steps - e * every) for e in range(result.epochs)]
     return {
         "model": name,
         "seed": seed,
         "table_mae": float(np.mean(errors["table"])),
         "train_range_mae": float(np.mean(errors["train_range"])),
-        # Keras reports the loss averaged over the epoch, here all the steps.
-        "mean_train_loss": float(history.history["loss"][-1]),
+        "mean_train_loss": float(np.average(result.history["loss"], weights=steps)),
         "seconds": round(time.perf_counter() - start, 2),
+        "diverged": result.divergence,
         "figure_abs_error": [float(f"{e:.6g}") for e in errors["figure"]],
-    }
+    }, result
 
 
 def plural(n, word):
@@ -169,14 +215,20 @@ def print_table(names, runs, args):
     for name in names:
         table = [r["table_mae"] for r in runs if r["model"] == name]
         train = [r["train_range_mae"] for r in runs if r["model"] == name]
+        diverged = any(r["diverged"] for r in runs if r["model"] == name)
         row(
             (
-                name,
+                name + ("*" if diverged else ""),
                 f"{np.mean(table):.4g}",
                 f"{min(table):.4g} to {max(table):.4g}",
                 f"{np.mean(train):.2g}",
                 paper_value(name),
             )
+        )
+    if any(r["diverged"] for r in runs):
+        print(
+            "\n* includes a run that diverged (non-finite training loss; "
+            "training stopped there and the run was evaluated as it stopped)."
         )
 
 
@@ -232,6 +284,8 @@ def plot(names, runs, grid, args):
 
 def main(argv=None):
     args = parse_args(argv)
+    strategy = create_strategy(args)
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     names = [name for name in MODELS if name in args.models]
     grid = figure_inputs()
     test_sets = {
@@ -250,13 +304,17 @@ def main(argv=None):
     start = time.perf_counter()
     for name in names:
         for seed in range(1, args.seeds + 1):
-            result = run(name, seed, args, test_sets)
-            runs.append(result)
+            record, result = run(
+                name, seed, args, test_sets, strategy, checkpoints(name, seed)
+            )
+            report(result, f"{name}, seed {seed}")
+            runs.append(record)
             print(
-                f"{name:>10}, seed {seed}: MAE {result['table_mae']:10.4g} on "
+                f"{name:>10}, seed {seed}: MAE {record['table_mae']:10.4g} on "
                 f"{TABLE_RANGE[0]}..{TABLE_RANGE[1]}, "
-                f"{result['train_range_mae']:.2g} on {list(TRAIN_RANGE)} "
-                f"({result['seconds']:.1f} s)",
+                f"{record['train_range_mae']:.2g} on {list(TRAIN_RANGE)} "
+                f"({record['seconds']:.1f} s)"
+                + (" (diverged)" if result.divergence else ""),
                 flush=True,
             )
     seconds = time.perf_counter() - start
@@ -264,7 +322,15 @@ def main(argv=None):
     print_table(names, runs, args)
     print(f"\nTrained {len(runs)} models in {seconds:.0f} s.")
 
-    plot(names, runs, grid[:, 0], args)
+    if is_chief(strategy):
+        plot(names, runs, grid[:, 0], args)
+        write_json(runs, grid, seconds, args)
+        print(f"Wrote {args.out} and {args.json}.")
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+    return 0
+
+
+def write_json(runs, grid, seconds, args):
     args.json.parent.mkdir(parents=True, exist_ok=True)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     args.json.write_text(
@@ -284,8 +350,6 @@ def main(argv=None):
             indent=1,
         )
     )
-    print(f"Wrote {args.out} and {args.json}.")
-    return 0
 
 
 if __name__ == "__main__":

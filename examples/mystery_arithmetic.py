@@ -9,6 +9,12 @@ weights), and iNALU (sign-aware: the task's products of signed inputs need it).
 Prints the final training and test MSE, the test MSE per kind of output, whether
 each model solved the task, and saves the loss curves as a PNG.
 
+Each model is checkpointed after every epoch; run the same command again after
+an interruption and every model resumes where it stopped, ending with the
+weights of an uninterrupted run (each epoch's order of the training examples is
+drawn from the seed and the epoch). `--strategy mirrored|multi-worker` trains on
+the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
+
     python examples/mystery_arithmetic.py
 """
 
@@ -23,10 +29,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from _arguments import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    report,
+)
 
 from keras_nalu import INALU, NAC, NALU  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.tasks import SYMBOLS  # noqa: E402
 from keras_nalu.tasks.mystery import MysteryArithmetic  # noqa: E402
+from keras_nalu.training import fit  # noqa: E402
 
 MODELS = {
     "Dense-ReLU": lambda n: keras.layers.Dense(n, activation="relu"),
@@ -36,19 +51,48 @@ MODELS = {
 }
 
 
-class TestErrorByOperation(keras.callbacks.Callback):
-    """Test MSE of the outputs of each operation, after every epoch."""
+# The arguments that change a run's training or its recorded curves: a
+# checkpoint resumes only with them.
+TRAINING_ARGUMENTS = (
+    "seed",
+    "epochs",
+    "batch_size",
+    "train_size",
+    "test_size",
+    "learning_rate",
+)
+
+
+class TestErrors(keras.callbacks.Callback):
+    """Test MSE after every epoch, overall (`val_loss`) and of the outputs of
+    each operation (`test_mse_<op>`), added to the epoch's logs (so to the
+    history, which a resumed run keeps)."""
 
     def __init__(self, x, y, kinds):
         super().__init__()
         self.x, self.y = x, y
         self.columns = {op: [k for k, o in enumerate(kinds) if o == op] for op in kinds}
-        self.history = {op: [] for op in self.columns}
 
     def on_epoch_end(self, epoch, logs=None):
-        error = np.square(self.model.predict(self.x, verbose=0) - self.y).mean(axis=0)
+        prediction = keras.ops.convert_to_numpy(self.model(self.x, training=False))
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging model
+            error = np.square(prediction - self.y).mean(axis=0)
+        logs["val_loss"] = float(error.mean())
         for op, columns in self.columns.items():
-            self.history[op].append(float(error[columns].mean()))
+            logs[f"test_mse_{op}"] = float(error[columns].mean())
+
+
+def epoch_batches(x, y, batch_size, seed):
+    """`data_fn` of `training.fit`: epoch `e` reads the examples in an order
+    drawn from `(seed, e)` alone, so a resumed run reads the same batches."""
+
+    def batches(epoch):
+        order = np.random.default_rng((seed, epoch)).permutation(len(x))
+        return tf.data.Dataset.from_tensor_slices((x[order], y[order])).batch(
+            batch_size
+        )
+
+    return batches
 
 
 def parse_args(argv=None):
@@ -61,6 +105,7 @@ def parse_args(argv=None):
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--png", default="results/mystery_arithmetic.png")
     parser.add_argument("--json", default="results/mystery_arithmetic.json")
+    add_training_arguments(parser, "mystery_arithmetic")
     args = parser.parse_args(argv)
     for name in ("epochs", "batch_size", "train_size", "test_size"):
         if getattr(args, name) <= 0:
@@ -70,6 +115,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    strategy = create_strategy(args)
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     task = MysteryArithmetic(seed=args.seed)
     x_train, y_train = task.sample(args.train_size, "train", seed=(args.seed, 1))
     x_test, y_test = task.sample(args.test_size, "test", seed=(args.seed, 2))
@@ -82,27 +129,41 @@ def main(argv=None):
     )
 
     ops_ = sorted(set(kinds))
+    batches = epoch_batches(x_train, y_train, args.batch_size, args.seed)
+    config = {k: getattr(args, k) for k in TRAINING_ARGUMENTS}
     curves, rows = {}, []
     for name, layer in MODELS.items():
-        keras.utils.set_random_seed(args.seed)
-        model = keras.Sequential([keras.Input((task.input_size,)), layer(10)])
-        model.compile(optimizer=keras.optimizers.Adam(args.learning_rate), loss="mse")
-        by_operation = TestErrorByOperation(x_test, y_test, kinds)
         start = time.perf_counter()
-        history = model.fit(
-            x_train,
-            y_train,
-            batch_size=args.batch_size,
+        keras.utils.set_random_seed(args.seed)
+        result = fit(
+            lambda layer=layer: keras.Sequential(
+                [keras.Input((task.input_size,)), layer(10)]
+            ),
+            batches,
+            loss="mse",
+            optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
             epochs=args.epochs,
-            validation_data=(x_test, y_test),
-            callbacks=[by_operation],
+            strategy=strategy,
+            checkpoint_dir=checkpoints(name),
+            config={**config, "model": name},
+            callbacks=[TestErrors(x_test, y_test, kinds)],
             verbose=0,
         )
         seconds = time.perf_counter() - start
-        curves[name] = {**history.history, **by_operation.history}
-        per_kind = {op: values[-1] for op, values in by_operation.history.items()}
-        rows.append((name, history.history, per_kind, seconds))
-        print(f"{name}: trained in {seconds:.0f} s", flush=True)
+        report(result, name)
+        history = result.history
+        curves[name] = {
+            "loss": history["loss"],
+            "val_loss": history["val_loss"],
+            **{op: history[f"test_mse_{op}"] for op in ops_},
+        }
+        per_kind = {op: curves[name][op][-1] for op in ops_}
+        rows.append((name, curves[name], per_kind, seconds, result.divergence))
+        print(
+            f"{name}: trained in {seconds:.0f} s"
+            + (" (diverged)" if result.divergence else ""),
+            flush=True,
+        )
 
     print(
         "\n| model | train MSE | test MSE | "
@@ -110,9 +171,10 @@ def main(argv=None):
         + " |"
     )
     print("|---" * (3 + len(ops_)) + "|")
-    for name, hist, per_kind, _ in rows:
+    for name, hist, per_kind, _, diverged in rows:
         print(
-            f"| {name} | {hist['loss'][-1]:.4g} | {hist['val_loss'][-1]:.4g} | "
+            f"| {name}{' (diverged)' if diverged else ''} | "
+            f"{hist['loss'][-1]:.4g} | {hist['val_loss'][-1]:.4g} | "
             + " | ".join(f"{per_kind[op]:.4g}" for op in ops_)
             + " |"
         )
@@ -122,7 +184,7 @@ def main(argv=None):
         "solution whose weights are each off by 1e-5 (simulated): "
         + ", ".join(
             f"{name} {'yes' if hist['val_loss'][-1] <= 1.01 * threshold else 'no'}"
-            for name, hist, _, _ in rows
+            for name, hist, _, _, _ in rows
         )
         + "."
     )
@@ -131,7 +193,13 @@ def main(argv=None):
         "predicting 0 everywhere gives test MSE "
         f"{float(np.square(y_test).mean()):.4g}."
     )
+    if is_chief(strategy):
+        write_outputs(curves, rows, ops_, task, args)
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
 
+
+def write_outputs(curves, rows, ops_, task, args):
+    """The loss curves as a PNG and every model's results as JSON."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,10 +222,11 @@ def main(argv=None):
     Path(args.png).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.png, dpi=100)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     Path(args.json).write_text(
         json.dumps(
             {
-                "arguments": vars(args),
+                "arguments": arguments,
                 "outputs": task.describe(),
                 "models": {
                     name: {
@@ -165,8 +234,9 @@ def main(argv=None):
                         "val_loss": hist["val_loss"],
                         "test_mse_by_operation": per_kind,
                         "seconds": s,
+                        "diverged": diverged,
                     }
-                    for name, hist, per_kind, s in rows
+                    for name, hist, per_kind, s, diverged in rows
                 },
             },
             indent=1,

@@ -26,6 +26,12 @@ digit accuracy on fixed samples of each split is recorded during training
 (median and each seed) and exports the best NALU (by validation accuracy) as
 a SavedModel.
 
+Each run is checkpointed every `--eval-every` steps (one epoch); run the same
+command again after an interruption and every run resumes where it stopped,
+ending with the weights and curves of an uninterrupted run.
+`--strategy mirrored|multi-worker` trains on the local devices or on the hosts
+of `TF_CONFIG` (`keras_nalu.training.fit`).
+
     python examples/program_evaluation.py
     python examples/program_evaluation.py --task addition
 """
@@ -41,9 +47,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from _arguments import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    report,
+)
 from keras import ops  # noqa: E402
 
 from keras_nalu import export_saved_model  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.layers import ConfiguredNALU  # noqa: E402
 from keras_nalu.tasks.program_evaluation import (  # noqa: E402
     SPLITS,
@@ -53,8 +66,27 @@ from keras_nalu.tasks.program_evaluation import (  # noqa: E402
     digit_accuracy,
     program_text,
 )
+from keras_nalu.training import fit  # noqa: E402
 
 MODELS = {"lstm": "LSTM", "nalu": "NALU", "ugrnn": "UGRNN"}
+
+
+# The arguments that change a run's training or its recorded curves: a
+# checkpoint resumes only with them.
+TRAINING_ARGUMENTS = (
+    "task",
+    "seed",
+    "steps",
+    "eval_every",
+    "batch_size",
+    "size",
+    "learning_rate",
+    "clipnorm",
+    "loss",
+    "schedule",
+    "untied",
+    "eval_size",
+)
 
 
 class LSTMConfiguredNALUCell(keras.layers.Layer):
@@ -132,18 +164,21 @@ def build_model(kind, size, steps, tied_weights=True):
 
 
 class Batches(keras.utils.PyDataset):
-    """`steps` fresh training batches; batch `i` is drawn from `(seed, i)`."""
+    """`steps` fresh training batches; batch `i` is drawn from
+    `(seed, start + i)`, so consecutive slices of the stream (`start=0`, then
+    `start=steps`, ...) are the batches of one long stream."""
 
-    def __init__(self, generator, batch_size, steps, seed):
+    def __init__(self, generator, batch_size, steps, seed, start=0):
         super().__init__()
         self.generator, self.batch_size = generator, batch_size
-        self.steps, self.seed = steps, seed
+        self.steps, self.seed, self.start = steps, seed, start
 
     def __len__(self):
         return self.steps
 
     def __getitem__(self, index):
-        return self.generator.sample(self.batch_size, "train", seed=(self.seed, index))
+        seed = (self.seed, self.start + index)
+        return self.generator.sample(self.batch_size, "train", seed=seed)
 
 
 def predict(model, x):
@@ -151,42 +186,57 @@ def predict(model, x):
 
 
 class DigitCurves(keras.callbacks.Callback):
-    """Digit accuracy on each split after every epoch (`eval_every` steps)."""
+    """Digit accuracy on each split after every epoch (`eval_every` steps),
+    added to the epoch's logs as `<split>_digits` (so to the history, which a
+    resumed run keeps)."""
 
     def __init__(self, data):
         super().__init__()
         self.data = data
-        self.history = {split: [] for split in data}
-        self.steps = []
 
     def on_epoch_end(self, epoch, logs=None):
-        self.steps.append((epoch + 1) * self.params["steps"])
         for split, (x, y) in self.data.items():
-            self.history[split].append(digit_accuracy(y, predict(self.model, x)))
+            logs[f"{split}_digits"] = digit_accuracy(y, predict(self.model, x))
 
 
-def train_run(kind, seed, generator, data, args):
-    keras.utils.set_random_seed(seed)
-    model = build_model(kind, args.size, generator.steps, not args.untied)
+def train_run(kind, seed, generator, data, args, strategy, checkpoint_dir):
+    """Trains one model from `seed` in epochs of `args.eval_every` fresh
+    batches; returns the `training.fit` result (resumed from `checkpoint_dir`
+    when it holds one), the curves and the step of each of their points."""
     epochs = max(1, args.steps // args.eval_every)
-    learning_rate = args.learning_rate
-    if args.schedule == "cosine":
-        learning_rate = keras.optimizers.schedules.CosineDecay(
-            args.learning_rate, epochs * args.eval_every, alpha=0.01
-        )
-    model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=args.clipnorm),
+
+    def optimizer():
+        learning_rate = args.learning_rate
+        if args.schedule == "cosine":
+            learning_rate = keras.optimizers.schedules.CosineDecay(
+                args.learning_rate, epochs * args.eval_every, alpha=0.01
+            )
+        return keras.optimizers.Adam(learning_rate, clipnorm=args.clipnorm)
+
+    def batches(epoch):  # the stream's steps of this epoch: resumable
+        start = epoch * args.eval_every
+        return Batches(generator, args.batch_size, args.eval_every, seed, start)
+
+    keras.utils.set_random_seed(seed)
+    result = fit(
+        lambda: build_model(kind, args.size, generator.steps, not args.untied),
+        batches,
         loss=args.loss,
-    )
-    curves = DigitCurves(data)
-    model.fit(
-        Batches(generator, args.batch_size, epochs * args.eval_every, seed),
+        optimizer_fn=optimizer,
         epochs=epochs,
-        steps_per_epoch=args.eval_every,
-        callbacks=[curves],
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={
+            "model": kind,
+            "run_seed": seed,
+            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+        },
+        callbacks=[DigitCurves(data)],
         verbose=0,
     )
-    return model, curves
+    curves = {split: result.history[f"{split}_digits"] for split in data}
+    steps = [(epoch + 1) * args.eval_every for epoch in range(result.epochs)]
+    return result, curves, steps
 
 
 def parse_args(argv=None):
@@ -222,6 +272,7 @@ def parse_args(argv=None):
         ("json", "results/program_evaluation_TASK.json"),
     ):
         parser.add_argument(f"--{name}", default=None, help=f"default {default}")
+    add_training_arguments(parser, "program_evaluation")
     args = parser.parse_args(argv)
     for name in ("seeds", "steps", "eval_every", "batch_size", "size", "eval_size"):
         if getattr(args, name) <= 0:
@@ -251,6 +302,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    strategy = create_strategy(args)
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     generator = ProgramEvaluation(args.task)
     data = {
         split: generator.sample(args.eval_size, split, seed=(args.seed, 10**6 + i))
@@ -277,16 +330,23 @@ def main(argv=None):
         results[name] = []
         for seed in seeds:
             t0 = time.perf_counter()
-            model, curves = train_run(key, seed, generator, data, args)
-            final = {split: values[-1] for split, values in curves.history.items()}
+            folder = checkpoints(args.task, key, seed)
+            result, curves, steps = train_run(
+                key, seed, generator, data, args, strategy, folder
+            )
+            report(result, f"{name}, seed {seed}")
+            model = result.model
+            final = {split: values[-1] for split, values in curves.items()}
             results[name].append(
-                {"seed": seed, "final": final, "steps": curves.steps,
-                 "curves": curves.history, "seconds": time.perf_counter() - t0}
+                {"seed": seed, "final": final, "steps": steps, "curves": curves,
+                 "seconds": time.perf_counter() - t0,
+                 "diverged": result.divergence}
             )  # fmt: skip
             print(
                 f"{name}, seed {seed}: "
                 + ", ".join(f"{s} {v:.1f}%" for s, v in final.items())
-                + f" digits correct ({time.perf_counter() - t0:.0f} s)",
+                + f" digits correct ({time.perf_counter() - t0:.0f} s)"
+                + (" (diverged)" if result.divergence else ""),
                 flush=True,
             )
             if name not in best or final["validation"] > best[name][0]:
@@ -306,7 +366,9 @@ def main(argv=None):
             per_seed = [r["final"][split] for r in runs]
             seeds_text = ", ".join(f"{v:.1f}" for v in per_seed)
             cells.append(f"{np.median(per_seed):.1f}% ({seeds_text})")
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        diverged = [r["seed"] for r in runs if r["diverged"]]
+        marker = f" (seed {', '.join(map(str, diverged))} diverged)" if diverged else ""
+        print(f"| {name}{marker} | " + " | ".join(cells) + " |")
     runs = sum(len(r) for r in results.values())
     print(f"\nTrained {runs} runs in {seconds:.0f} s.")
 
@@ -321,6 +383,13 @@ def main(argv=None):
                 f"  -> {prediction[i]:.1f} (target {y_test[i]:.0f})"
             )
 
+    if is_chief(strategy):
+        write_outputs(results, best, x_test, seconds, args)
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+
+
+def write_outputs(results, best, x_test, seconds, args):
+    """The curves (PNG), the best NALU (SavedModel) and the results (JSON)."""
     _plot(results, args)
     if "NALU" in best:
         path = export_saved_model(best["NALU"][2], args.export_dir, x_test[:8])
@@ -333,9 +402,10 @@ def main(argv=None):
             f"served on 3 test programs: {np.round(np.asarray(served), 1).tolist()}"
         )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     Path(args.json).write_text(
         json.dumps(
-            {"arguments": vars(args), "results": results, "seconds": seconds}, indent=1
+            {"arguments": arguments, "results": results, "seconds": seconds}, indent=1
         )  # fmt: skip
     )
     print(f"Wrote {args.png} and {args.json}.")

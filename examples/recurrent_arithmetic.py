@@ -9,6 +9,11 @@ larger). Errors are on the paper's scale: test MSE relative to a randomly
 initialized model of the same architecture, x100; the median over seeds is
 printed beside the paper's Table 1.
 
+Each run is checkpointed every `--checkpoint-every` steps; run the same command
+again after an interruption and every run resumes where it stopped, ending with
+the weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains
+on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
+
     python examples/recurrent_arithmetic.py --quick
     python examples/recurrent_arithmetic.py --seeds 3 --steps 5000
 """
@@ -25,13 +30,21 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from _arguments import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    report,
+)
 
 from keras_nalu import NAC, NALU, NACCell, NALUCell  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.tasks import OPERATIONS, SYMBOLS, mean_squared_error, paper_scale  # noqa: E402
 from keras_nalu.tasks.recurrent_arithmetic import (  # noqa: E402
     PAPER_TABLE_1_RECURRENT,
     RecurrentArithmetic,
 )
+from keras_nalu.training import fit  # noqa: E402
 
 HIDDEN = 2
 MODELS = {
@@ -51,6 +64,9 @@ MODELS = {
     "nalu": ("NALU", lambda: keras.layers.RNN(NALUCell(HIDDEN)), lambda: NALU(1)),
 }
 QUICK = {"operations": ["add", "mul"], "seeds": 1, "steps": 2000}
+BATCH_SIZE = 128
+# The arguments that change a run's training: a checkpoint resumes only with them.
+TRAINING_ARGUMENTS = ("steps", "learning_rate", "checkpoint_every")
 
 
 def build(model, input_size):
@@ -74,6 +90,10 @@ def parse_args(argv=None):
         "--quick", action="store_true", help="a+b and a*b, 1 seed, 2,000 steps"
     )
     parser.add_argument("--json", default="results/recurrent_arithmetic.json")
+    add_training_arguments(parser, "recurrent_arithmetic")
+    parser.add_argument(
+        "--checkpoint-every", type=int, default=1000, help="steps (one epoch)"
+    )
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {
         "operations": list(OPERATIONS), "seeds": 3, "steps": 5000,
@@ -81,26 +101,44 @@ def parse_args(argv=None):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in ("seeds", "steps", "eval_size"):
+    for name in ("seeds", "steps", "eval_size", "checkpoint_every"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     return args
 
 
-def run(model, operation, seed, args):
-    """Trains one model from `seed`; its paper-scale errors and seconds."""
+def run(model, operation, seed, args, strategy, checkpoint_dir):
+    """Trains one model from `seed`; its paper-scale errors, seconds and the
+    `training.fit` result (resumed from `checkpoint_dir` when it holds one)."""
     task = RecurrentArithmetic(operation, seed=seed)
     test = {
         split: task.sample(args.eval_size, split, seed=(seed, 10**9 + i))
         for i, split in enumerate(("interpolation", "extrapolation"))
     }
     keras.utils.set_random_seed(seed)
-    random_model, trained = build(model, task.input_size), build(model, task.input_size)
-    trained.compile(optimizer=keras.optimizers.Adam(args.learning_rate), loss="mse")
+    random_model = build(model, task.input_size)
+    every = args.checkpoint_every
+
+    def batches(epoch):  # the stream's steps [epoch * every, ...): resumable
+        steps = min(every, args.steps - epoch * every)
+        return task.training_batches(BATCH_SIZE, steps, seed=seed, start=epoch * every)
+
     start = time.perf_counter()
-    trained.fit(
-        task.training_batches(128, args.steps, seed=seed),
-        callbacks=[keras.callbacks.TerminateOnNaN()],
+    # The trained model's init follows the random model's in the seeded stream.
+    result = fit(
+        lambda: build(model, task.input_size),
+        batches,
+        loss="mse",
+        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+        epochs=math.ceil(args.steps / every),
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={
+            "operation": operation,
+            "model": model,
+            "seed": seed,
+            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+        },
         verbose=0,
     )
     seconds = time.perf_counter() - start
@@ -108,10 +146,10 @@ def run(model, operation, seed, args):
     for split, (x, y) in test.items():
         mse, random_mse = (
             mean_squared_error(y, m.predict(x, batch_size=250, verbose=0))
-            for m in (trained, random_model)
+            for m in (result.model, random_model)
         )
         errors[split] = paper_scale(mse, random_mse) if np.isfinite(mse) else math.inf
-    return errors, seconds
+    return errors, seconds, result
 
 
 def fmt(value):
@@ -122,20 +160,29 @@ def fmt(value):
 
 def main(argv=None):
     args = parse_args(argv)
+    strategy = create_strategy(args)
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
     results = []
     for operation in args.operations:
         for model in args.models:
             for seed in range(args.seeds):
-                errors, seconds = run(model, operation, seed, args)
+                folder = checkpoints(operation, model, seed)
+                errors, seconds, result = run(
+                    model, operation, seed, args, strategy, folder
+                )
+                label = f"{SYMBOLS[operation]:>7} {MODELS[model][0]:>8} seed {seed}"
+                report(result, f"{SYMBOLS[operation]} {MODELS[model][0]} seed {seed}")
                 results.append(
                     {"operation": operation, "model": model, "seed": seed,
-                     **errors, "seconds": seconds}
+                     **errors, "seconds": seconds,
+                     "diverged": result.divergence}
                 )  # fmt: skip
                 print(
-                    f"{SYMBOLS[operation]:>7} {MODELS[model][0]:>8} seed {seed}: "
+                    f"{label}: "
                     f"interpolation {fmt(errors['interpolation'])}, extrapolation "
-                    f"{fmt(errors['extrapolation'])} ({seconds:.0f} s)",
+                    f"{fmt(errors['extrapolation'])} ({seconds:.0f} s)"
+                    + (" (diverged)" if result.divergence else ""),
                     flush=True,
                 )
     header = "| op | " + " | ".join(MODELS[m][0] for m in args.models) + " |"
@@ -149,23 +196,39 @@ def main(argv=None):
         for operation in args.operations:
             cells = []
             for model in args.models:
-                ours = np.median(
-                    [r[split] for r in results
-                     if r["operation"] == operation and r["model"] == model]
-                )  # fmt: skip
+                runs = [
+                    r
+                    for r in results
+                    if r["operation"] == operation and r["model"] == model
+                ]
+                ours = np.median([r[split] for r in runs])
                 paper = PAPER_TABLE_1_RECURRENT.get(model, {}).get(operation)
-                cells.append(fmt(ours) + (f" ({fmt(paper[index])})" if paper else ""))
+                cells.append(
+                    fmt(ours)
+                    + ("*" if any(r["diverged"] for r in runs) else "")
+                    + (f" ({fmt(paper[index])})" if paper else "")
+                )
             print(f"| {SYMBOLS[operation]} | " + " | ".join(cells) + " |")
+    if any(r["diverged"] for r in results):
+        print(
+            "\n* includes a run that diverged (non-finite training loss; "
+            "training stopped there and the run was evaluated as it stopped)."
+        )
     seconds = time.perf_counter() - start
     print(f"\nWall time: {seconds:.0f} s.")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(
-        json.dumps(
-            {"arguments": vars(args), "wall_seconds": seconds, "runs": results},
-            indent=1,
-        )  # fmt: skip
-    )
-    print(f"Wrote {args.json}.")
+    if is_chief(strategy):
+        arguments = {
+            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+        }
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(
+            json.dumps(
+                {"arguments": arguments, "wall_seconds": seconds, "runs": results},
+                indent=1,
+            )  # fmt: skip
+        )
+        print(f"Wrote {args.json}.")
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
 
 
 if __name__ == "__main__":

@@ -23,7 +23,10 @@ This module uses TensorFlow directly: it is the TensorFlow distribution
 engine's loop. The layers themselves stay backend-agnostic (`keras.ops`).
 """
 
+import json
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_nalu.layers import _validation
@@ -144,6 +147,61 @@ def build_in_scope(strategy, model_fn, optimizer_fn):
     return model, optimizer
 
 
+def worker_index(strategy=None):
+    """`(index, count)`: this process's place among the workers of `strategy`
+    (the chief first), `(0, 1)` outside a multi-worker cluster.
+
+    >>> from keras_nalu.distribute import worker_index
+    >>> worker_index()
+    (0, 1)
+    """
+    resolver = getattr(get_strategy(strategy), "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return 0, 1
+    spec = resolver.cluster_spec().as_dict()
+    order = [
+        (task, i)
+        for task in ("chief", "worker")
+        for i in range(len(spec.get(task, [])))
+    ]
+    return order.index((resolver.task_type, resolver.task_id)), len(order)
+
+
+def gather_json(value, strategy=None):
+    """Every worker's `value` (JSON-serializable), as a list in worker order.
+
+    A collective: under a multi-worker strategy every worker must call it, the
+    same number of times. Independent runs split over the workers (e.g. the
+    seeds of a benchmark) share their results this way, with no shared
+    filesystem. Outside a multi-worker cluster it returns `[value]`.
+    """
+    strategy = get_strategy(strategy)
+    if worker_index(strategy)[1] == 1:
+        return [json.loads(json.dumps(value))]
+    # Collectives gather int32, not bytes: one byte per int32.
+    data = np.frombuffer(json.dumps(value).encode(), np.uint8).astype(np.int32)
+
+    def gathered(array):
+        local = tf.constant(array)
+        values = strategy.experimental_distribute_values_from_function(
+            lambda context: local
+        )
+        return strategy.gather(values, axis=0).numpy()
+
+    # Lengths first (one per replica), then the bytes, padded to the longest.
+    replicas = strategy.num_replicas_in_sync
+    lengths = gathered(np.array([len(data)], np.int64))
+    padded = np.zeros(int(lengths.max()), np.int32)
+    padded[: len(data)] = data
+    chunks = gathered(padded).reshape(replicas, -1)
+    # Every replica of a worker holds that worker's bytes: keep one per worker.
+    per_worker = replicas // worker_index(strategy)[1]
+    return [
+        json.loads(bytes(chunks[i, : lengths[i]].astype(np.uint8)).decode())
+        for i in range(0, replicas, per_worker)
+    ]
+
+
 def _per_example_loss_fn(loss):
     """A function `(y_true, y_pred) -> per-example losses` for `loss`, or for
     a list of losses, one per model output (their sum)."""
@@ -179,10 +237,10 @@ def _one_loss_fn(loss):
     """A function `(y_true, y_pred) -> per-example losses` for `loss`."""
     if isinstance(loss, keras.losses.Loss):
         # `Loss.call` is the unreduced loss; `Loss.__call__` would reduce it.
-        return loss.call
+        return _per_scalar_output(loss.call)
     if isinstance(loss, str):
         try:
-            return keras.losses.get(loss)
+            return _per_scalar_output(keras.losses.get(loss))
         except ValueError:
             pass
     elif callable(loss):
@@ -194,6 +252,19 @@ def _one_loss_fn(loss):
         "model output)",
         loss,
     )
+
+
+def _per_scalar_output(keras_loss):
+    """A Keras loss reduces the last axis; for a model with one number per
+    example, `(batch,)`, that axis is the batch: give it a trailing axis, as
+    `model.fit` gives the same mean."""
+
+    def per_example(y_true, y_pred):
+        if y_pred.shape.rank == 1:
+            y_true, y_pred = tf.expand_dims(y_true, -1), tf.expand_dims(y_pred, -1)
+        return keras_loss(y_true, y_pred)
+
+    return per_example
 
 
 def _callable(name, value, expected):

@@ -152,7 +152,8 @@ def test_example_trains_prints_table_5_and_writes_the_plot_and_json(tmp_path):
     result = subprocess.run(
         [sys.executable, str(EXAMPLE),
          "--steps", "20", "--seeds", "2", "--models", "ReLU", "CReLU", "NAC",
-         "--out", str(png), "--json", str(runs)],
+         "--out", str(png), "--json", str(runs), "--strategy", "mirrored",
+         "--checkpoint-every", "10", "--checkpoint-dir", str(tmp_path / "state")],
         capture_output=True, text=True, cwd=tmp_path,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )  # fmt: skip
@@ -175,6 +176,8 @@ def test_example_trains_prints_table_5_and_writes_the_plot_and_json(tmp_path):
         ("ReLU", 1), ("ReLU", 2), ("CReLU", 1), ("CReLU", 2), ("NAC", 1), ("NAC", 2)
     ]  # fmt: skip
     assert all(len(r["figure_abs_error"]) == 401 for r in record["runs"])
+    assert not any(r["diverged"] for r in record["runs"])
+    assert not (tmp_path / "state").exists()  # the checkpoints are removed
 
 
 def test_example_rejects_bad_arguments(tmp_path):

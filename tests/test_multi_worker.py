@@ -31,7 +31,7 @@ TIMEOUT = 90  # seconds for all processes together; they take about 10
 
 WORKER = textwrap.dedent(
     """
-    import os, sys
+    import json, os, sys
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     from keras_nalu.distribute import Trainer, make_strategy
 
@@ -80,11 +80,20 @@ WORKER = textwrap.dedent(
     )
     losses = step_losses.losses
     model = result.model
+
+    from keras_nalu.distribute import gather_json, worker_index
+
+    # Values of uneven sizes, gathered by every worker in worker order.
+    index, count = worker_index(strategy)
+    gathered = gather_json(
+        {"worker": index, "of": count, "pad": "x" * (3 + 40 * index)}, strategy
+    )
     weights = [keras.ops.convert_to_numpy(w) for w in model.weights]
     np.savez(
         out,
         losses=np.array(losses),
         replicas=strategy.num_replicas_in_sync,
+        gathered=json.dumps(gathered),
         paths=np.array([w.path for w in model.weights]),
         **{f"w{i}": w for i, w in enumerate(weights)},
     )
@@ -180,6 +189,10 @@ def test_two_workers_match_a_single_process_run(tmp_path):
     np.testing.assert_array_equal(first["losses"], second["losses"])
     np.testing.assert_allclose(first["losses"], single["losses"], rtol=1e-5)
     assert single["losses"].shape == (STEPS,)
+    both = [{"worker": i, "of": 2, "pad": "x" * (3 + 40 * i)} for i in range(2)]
+    assert json.loads(str(first["gathered"])) == both
+    assert json.loads(str(second["gathered"])) == both
+    assert json.loads(str(single["gathered"])) == [{"worker": 0, "of": 1, "pad": "xxx"}]
     # Only the chief (worker 0) writes the checkpoint.
     written = [
         (tmp_path / f"{name}.npz.checkpoint" / "checkpoint.npz").exists()

@@ -55,11 +55,15 @@ def test_invalid_split_raises():
         MysteryArithmetic().sample(3, "validation")
 
 
-def test_example_smoke_run(tmp_path):
+@pytest.mark.parametrize("strategy", ["mirrored", "multi-worker"])
+def test_example_smoke_run(tmp_path, strategy):
+    # A MirroredStrategy over the local CPU (model.fit), or a one-worker
+    # MultiWorkerMirroredStrategy (no TF_CONFIG: the custom training loop).
     result = subprocess.run(
         [sys.executable, str(EXAMPLE), "--epochs", "2", "--train-size", "64",
          "--test-size", "64", "--png", str(tmp_path / "m.png"),
-         "--json", str(tmp_path / "m.json")],
+         "--json", str(tmp_path / "m.json"), "--strategy", strategy,
+         "--checkpoint-dir", str(tmp_path / "state")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
@@ -68,7 +72,11 @@ def test_example_smoke_run(tmp_path):
         assert f"{name} no" in result.stdout  # 2 epochs solve nothing
     data = json.loads((tmp_path / "m.json").read_text())
     assert len(data["models"]["NALU"]["val_loss"]) == 2
+    assert set(data["models"]["NALU"]["test_mse_by_operation"]) <= {
+        "add", "sub", "mul"
+    }  # fmt: skip
     assert (tmp_path / "m.png").stat().st_size > 1000
+    assert not (tmp_path / "state").exists()  # the checkpoints are removed
 
 
 def test_success_threshold_matches_the_analytic_value():

@@ -1,3 +1,11 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -8,6 +16,8 @@ from keras_nalu.tasks.program_evaluation import (
     program_text,
     run_program,
 )
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "program_evaluation.py"
 
 
 @pytest.mark.parametrize(
@@ -131,3 +141,56 @@ def test_decode_inverts_encode():
     decoded_tokens, decoded_values = generator.decode(generator.encode(tokens, values))
     assert decoded_tokens == [tuple(t) for t in tokens]
     np.testing.assert_array_equal(decoded_values, values)
+
+
+def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
+    """Under a MirroredStrategy over the local CPU: a run killed after its
+    first checkpoint (one per epoch of 10 steps) and run again resumes there
+    and ends with the curves and accuracies of an uninterrupted run."""
+
+    def command(name):
+        return [sys.executable, str(EXAMPLE), "--seeds", "1", "--models", "lstm",
+                "--steps", "100", "--eval-every", "10", "--eval-size", "50",
+                "--strategy", "mirrored", "--png", str(tmp_path / f"{name}.png"),
+                "--json", str(tmp_path / f"{name}.json"),
+                "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    whole = subprocess.run(command("whole"), capture_output=True, text=True, env=env)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
+
+    state = (
+        tmp_path / "killed_checkpoints" / "program" / "lstm" / "1" / "checkpoint.npz"
+    )
+    process = subprocess.Popen(
+        command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not state.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert state.exists(), "no checkpoint was written"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    with np.load(state) as saved:
+        metadata = json.loads(str(saved["metadata"]))
+    killed_at = metadata.get("state", metadata)["epoch"]  # epochs completed
+    assert 0 < killed_at < 10 and not (tmp_path / "killed.json").exists()
+
+    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resumed from its checkpoint after epoch {killed_at}" in resumed.stdout
+    assert not (tmp_path / "killed_checkpoints").exists()
+
+    def results(name):
+        runs = json.loads((tmp_path / f"{name}.json").read_text())["results"]
+        return [
+            {k: v for k, v in run.items() if k != "seconds"} for run in runs["LSTM"]
+        ]
+
+    expected = results("whole")
+    assert expected[0]["steps"] == list(range(10, 101, 10))
+    assert results("killed") == expected

@@ -61,13 +61,17 @@ def test_invalid_arguments_raise(kwargs, message):
 
 
 def test_example_smoke_run(tmp_path):
+    # A MirroredStrategy over the local CPU, 2 checkpointed epochs of 10 steps.
     result = subprocess.run(
         [sys.executable, str(EXAMPLE), "--operations", "mul", "--models", "lstm",
          "nalu", "--seeds", "1", "--steps", "20", "--eval-size", "8",
-         "--json", str(tmp_path / "r.json")],
+         "--json", str(tmp_path / "r.json"), "--strategy", "mirrored",
+         "--checkpoint-every", "10", "--checkpoint-dir", str(tmp_path / "state")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "| a*b |" in result.stdout and "(98.2)" in result.stdout
     runs = json.loads((tmp_path / "r.json").read_text())["runs"]
     assert {r["model"] for r in runs} == {"lstm", "nalu"}
+    assert not any(r["diverged"] for r in runs)
+    assert not (tmp_path / "state").exists()  # the checkpoints are removed

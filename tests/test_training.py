@@ -298,3 +298,22 @@ def test_invalid_arguments_raise(kwargs, name):
 def test_stop_on_divergence_is_a_callback():
     assert isinstance(StopOnDivergence(), keras.callbacks.Callback)
     assert FitResult(None, {}, 0).divergence is None
+
+
+@pytest.mark.parametrize("loss", ["mse", keras.losses.MeanAbsoluteError()])
+def test_one_number_per_example_trains_alike_on_both_loops(loss):
+    def scalar_output():
+        x = keras.Input((4,))
+        return keras.Model(x, keras.layers.Reshape(())(NAU(1)(x)))
+
+    def data(epoch):
+        x, y = Batches(epoch)[0]
+        return tf.data.Dataset.from_tensors((x, y[:, 0]))
+
+    losses = {}
+    for loop in LOOPS:
+        keras.utils.set_random_seed(0)
+        result = fit(scalar_output, data, loss=loss, optimizer_fn=adam, epochs=3,
+                     loop=loop)  # fmt: skip
+        losses[loop] = result.history["loss"]
+    np.testing.assert_allclose(losses["custom"], losses["fit"], rtol=1e-5)

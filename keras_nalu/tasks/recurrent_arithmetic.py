@@ -99,9 +99,11 @@ class RecurrentArithmetic:
         )
         return x.astype(np.float32), self.targets(x).astype(np.float32)
 
-    def training_batches(self, batch_size=128, steps=1000, seed=0):
+    def training_batches(self, batch_size=128, steps=1000, seed=0, start=0):
         """A `keras.utils.PyDataset` of `steps` fresh training batches.
 
-        Batch `i` is drawn from the seed `(seed, i)`. Pass it to `model.fit`.
+        Batch `i` is drawn from the seed `(seed, start + i)`, so training in
+        chunks (`start=0`, then `start=steps`, ...) sees the batches of one
+        long run. Pass it to `model.fit(..., shuffle=False)`.
         """
-        return _FreshBatches(self, batch_size, steps, seed)
+        return _FreshBatches(self, batch_size, steps, seed, start)

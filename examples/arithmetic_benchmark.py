@@ -16,10 +16,12 @@ speed in ms per run-iteration.
 
 Each model's runs are checkpointed after every evaluation (`--checkpoint-dir`);
 run the same command again after an interruption and it resumes, with the
-results of an uninterrupted run. Unlike the other examples this script takes
-no `--strategy`: it is not a Keras model but one batched graph holding every
-seed, which already uses all the cores of a host. To use several hosts, give
-each its own `--models` and merge their JSON files with `--from-json`.
+results of an uninterrupted run. The runs are independent, so
+`--strategy multi-worker` splits the seeds over the hosts of `TF_CONFIG` (seed
+`s` trains on worker `s mod n`) and gathers their results on every worker with
+a collective, without a shared filesystem; the chief writes them. On one host
+the runs of a model are one batched graph that already uses every core, so
+`--strategy mirrored` trains them as `default` does.
 
     python examples/arithmetic_benchmark.py --quick
     python examples/arithmetic_benchmark.py --seeds 25 --iterations 50000
@@ -29,6 +31,7 @@ each its own `--models` and merge their JSON files with `--from-json`.
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -36,7 +39,9 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
+from _arguments import add_training_arguments, create_strategy  # noqa: E402
 
+from keras_nalu.distribute import gather_json, worker_index  # noqa: E402
 from keras_nalu.tasks import (  # noqa: E402
     OPERATIONS,
     PAPER_TABLE_1,
@@ -108,14 +113,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--png", help="default results/arithmetic_benchmark[_signed].png"
     )
-    parser.add_argument(
-        "--checkpoint-dir",
-        type=Path,
-        default=Path("results/checkpoints/arithmetic_benchmark"),
-        help="every model's runs checkpoint here after every evaluation; run "
-        "the same command again after an interruption and it resumes "
-        "(default %(default)s; deleted when the benchmark finishes)",
-    )
+    add_training_arguments(parser, "arithmetic_benchmark")
     parser.add_argument(
         "--from-json",
         nargs="+",
@@ -188,7 +186,9 @@ def save(path, args, speed, seconds, results):
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     arguments = {
-        k: v for k, v in vars(args).items() if k not in ("saved", "checkpoint_dir")
+        k: v
+        for k, v in vars(args).items()
+        if k not in ("saved", "checkpoint_dir", "strategy")
     }
     arguments["models"] = list(speed)  # the models finished so far
     with open(partial, "w") as f:
@@ -314,13 +314,22 @@ def main(argv=None):
         )
         print(f"Wrote {args.png}.")
         return
+    strategy = create_strategy(args)
+    worker, workers = worker_index(strategy)
+    seeds = range(worker, args.seeds, workers)  # this worker's share
+    if not seeds:
+        sys.exit(
+            f"--seeds {args.seeds} leaves worker {worker} of {workers} no seed: "
+            f"expected at least {workers} seeds"
+        )
+    chief = worker == 0
     start = time.perf_counter()
     results, speed, checkpoints = [], {}, []
     for model in args.models:
         bench = StaticBenchmark(
             model,
             args.operations,
-            range(args.seeds),
+            seeds,
             learning_rate=args.learning_rate,
             eval_size=args.eval_size,
             regularization=args.regularization or "default",
@@ -329,33 +338,48 @@ def main(argv=None):
         )
         print(
             f"{NAMES.get(model, model)}: {len(bench.runs)} runs "
-            f"({len(args.operations)} operations x {args.seeds} seeds), "
-            f"{args.iterations} iterations",
+            f"({len(args.operations)} operations x {len(seeds)} seeds"
+            + (f" of {args.seeds}, worker {worker} of {workers}" if workers > 1 else "")
+            + f"), {args.iterations} iterations",
             flush=True,
         )
-        checkpoint = args.checkpoint_dir / f"{model}.npz"
+        part = f"-worker{worker}of{workers}" if workers > 1 else ""
+        checkpoint = args.checkpoint_dir / f"{model}{part}.npz"
         checkpoints.append(checkpoint)
         run = bench.run(
             args.iterations, eval_every=args.eval_every, checkpoint=checkpoint
         )
-        speed[model] = run["ms_per_run_iteration"]
         print(
             f"  {run['seconds']:.0f} s of training, "
-            f"{speed[model]:.4f} ms per run-iteration",
+            f"{run['ms_per_run_iteration']:.4f} ms per run-iteration",
             flush=True,
         )
-        results += bench.summarize(run["history"])
-        # After every model, so an interrupted benchmark keeps what it finished.
-        save(args.json, args, speed, time.perf_counter() - start, results)
+        # Every worker's runs and speed (a collective: each worker calls it).
+        shares = gather_json(
+            {
+                "runs": bench.summarize(run["history"]),
+                "ms": run["ms_per_run_iteration"],
+            },
+            strategy,
+        )
+        order = {op: i for i, op in enumerate(args.operations)}
+        results += sorted(
+            (r for share in shares for r in share["runs"]),
+            key=lambda r: (order[r["operation"]], r["seed"]),
+        )
+        speed[model] = float(np.mean([share["ms"] for share in shares]))
+        if chief:  # after every model: an interrupted benchmark keeps it
+            save(args.json, args, speed, time.perf_counter() - start, results)
     seconds = time.perf_counter() - start
-
-    report(results, speed, seconds, args)
-    save(args.json, args, speed, seconds, results)
-    print(f"Wrote {args.json} and {args.png}.")
     for checkpoint in checkpoints:  # done: no longer needed
         checkpoint.unlink(missing_ok=True)
     if args.checkpoint_dir.is_dir() and not any(args.checkpoint_dir.iterdir()):
         args.checkpoint_dir.rmdir()
+    if not chief:
+        return
+    report(results, speed, seconds, args)
+    save(args.json, args, speed, seconds, results)
+    print(f"Wrote {args.json} and {args.png}.")
 
 
 if __name__ == "__main__":

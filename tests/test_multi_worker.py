@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -111,10 +112,12 @@ def free_ports(n):
     return ports
 
 
-def run_all(commands, tmp_path):
-    """Starts one process per `(args, env)`, waits for all; kills all on failure."""
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
+def run_all(commands, tmp_path, script=None):
+    """Starts one process per `(args, env)` of `script` (default: `WORKER`),
+    waits for all; kills all on failure."""
+    if script is None:
+        script = tmp_path / "worker.py"
+        script.write_text(WORKER)
     procs = []
     try:
         for i, (args, env) in enumerate(commands):
@@ -150,22 +153,20 @@ def run_all(commands, tmp_path):
                 proc.wait()
 
 
-def test_two_workers_match_a_single_process_run(tmp_path):
-    ports = free_ports(2)
-    workers = [f"127.0.0.1:{p}" for p in ports]
-    commands = [
-        (
-            ["multi-worker", str(tmp_path / f"worker{i}.npz")],
-            {
-                "TF_CONFIG": json.dumps(
-                    {
-                        "cluster": {"worker": workers},
-                        "task": {"type": "worker", "index": i},
-                    }
-                )
-            },
+def tf_configs(count):
+    workers = [f"127.0.0.1:{p}" for p in free_ports(count)]
+    return [
+        json.dumps(
+            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
         )
-        for i in range(2)
+        for i in range(count)
+    ]
+
+
+def test_two_workers_match_a_single_process_run(tmp_path):
+    commands = [
+        (["multi-worker", str(tmp_path / f"worker{i}.npz")], {"TF_CONFIG": config})
+        for i, config in enumerate(tf_configs(2))
     ]
     # The single-process run, alongside: the default strategy, no TF_CONFIG.
     commands.append((["default", str(tmp_path / "single.npz")], {"TF_CONFIG": ""}))
@@ -199,6 +200,43 @@ def test_two_workers_match_a_single_process_run(tmp_path):
         for name in ("worker0", "worker1", "single")
     ]
     assert written == [True, False, True]
+
+
+def test_benchmark_splits_its_seeds_over_two_workers(tmp_path):
+    """The seed-batched benchmark under `--strategy multi-worker`: each worker
+    trains its seeds, the results are gathered, and the chief's JSON equals a
+    single process's run of all the seeds."""
+    benchmark = Path(__file__).resolve().parents[1] / "examples/arithmetic_benchmark.py"
+
+    def command(name, strategy):
+        return [
+            "--seeds", "3", "--iterations", "40", "--eval-every", "20",
+            "--eval-size", "64", "--operations", "add", "mul", "--models", "nau",
+            "nac", "--strategy", strategy, "--json", str(tmp_path / f"{name}.json"),
+            "--png", str(tmp_path / f"{name}.png"),
+            "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints"),
+        ]  # fmt: skip
+
+    commands = [
+        (command(f"worker{i}", "multi-worker"), {"TF_CONFIG": config})
+        for i, config in enumerate(tf_configs(2))
+    ]
+    commands.append((command("single", "default"), {"TF_CONFIG": ""}))
+    run_all(commands, tmp_path, script=benchmark)
+    single = json.loads((tmp_path / "single.json").read_text())
+    chief = json.loads((tmp_path / "worker0.json").read_text())
+    assert not (tmp_path / "worker1.json").exists()  # only the chief writes
+    assert len(chief["runs"]) == len(single["runs"]) == 2 * 2 * 3
+    for ours, theirs in zip(chief["runs"], single["runs"], strict=True):
+        assert (ours["model"], ours["operation"], ours["seed"]) == (
+            theirs["model"], theirs["operation"], theirs["seed"]
+        )  # fmt: skip
+        # A run does not depend on the runs beside it (up to float rounding).
+        for key in ("interpolation_mse", "extrapolation_mse"):
+            assert ours[key] == pytest.approx(theirs[key], rel=1e-3), key
+        assert ours["success"] == theirs["success"]
+    for name in ("worker0", "worker1", "single"):
+        assert not (tmp_path / f"{name}_checkpoints").exists()
 
 
 def model_fn():

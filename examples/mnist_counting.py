@@ -18,10 +18,17 @@ sequences of any length.
 MNIST is read with tensorflow_datasets from a prepared folder (--data-dir,
 default $TFDS_DATA_DIR or ~/tensorflow_datasets) and never downloaded;
 `--dataset digits` uses the 8x8 handwritten digits scikit-learn ships.
+
+Each model trains in epochs of `--checkpoint-every` steps, checkpointed after
+every epoch (`keras_nalu.training.fit`): run the same command again after an
+interruption and every run resumes where it stopped, with the batches and the
+weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains on
+the local devices or on the hosts of `TF_CONFIG`.
 """
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -32,10 +39,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from _arguments import positive_float, positive_int  # noqa: E402
+from _arguments import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    positive_float,
+    positive_int,
+    report,
+)
 
 from keras_nalu import export_saved_model  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.tasks import mnist  # noqa: E402
+from keras_nalu.training import fit  # noqa: E402
 
 LENGTHS = (1, 10, 100, 1000)
 
@@ -81,28 +97,74 @@ def parse_args(argv=None):
         help="where to export the NAC model (default saved_models/mnist_TASK_nac)",
     )
     parser.add_argument("--json", help="default results/mnist_TASK_DATASET.json")
+    add_training_arguments(parser, "mnist_counting")
+    parser.add_argument(
+        "--checkpoint-every",
+        type=positive_int,
+        default=500,
+        help="steps per epoch: a checkpoint after each",
+    )
     return parser.parse_args(argv)
 
 
-def train(kind, args, train_images, train_labels):
+# Arguments that do not change a run's results: a checkpoint resumes across them.
+IGNORED = (
+    "data_dir",
+    "models",
+    "lengths",
+    "eval_sequences",
+    "export_dir",
+    "json",
+    "strategy",
+    "checkpoint_dir",
+)
+
+
+def train(kind, args, train_images, train_labels, strategy, checkpoint_dir):
+    """Trains `kind` on `args.steps` fresh batches drawn from `args.seed`, in
+    epochs of `args.checkpoint_every` steps, each checkpointed in
+    `checkpoint_dir`; returns `(training.fit result, encoder, head)`."""
+    parts, every = {}, args.checkpoint_every
+
+    def build():
+        model, parts["encoder"], parts["head"] = mnist.sequence_model(
+            kind, args.task, train_images.shape[1:], args.hidden, dropout=args.dropout
+        )
+        return model
+
+    def batches(epoch):  # the stream's own slice: the same after a resume
+        return mnist.DigitSequenceBatches(
+            train_images,
+            train_labels,
+            args.task,
+            args.batch_size,
+            args.train_length,
+            min(every, args.steps - epoch * every),
+            seed=args.seed,
+            start=epoch * every,
+        )
+
+    config = {k: v for k, v in vars(args).items() if k not in IGNORED}
     keras.utils.set_random_seed(args.seed)
-    model, encoder, head = mnist.sequence_model(
-        kind, args.task, train_images.shape[1:], args.hidden, dropout=args.dropout
+    result = fit(
+        build,
+        batches,
+        loss="mse",
+        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+        epochs=math.ceil(args.steps / every),
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={**config, "model": kind},
+        verbose=0,
     )
-    model.compile(optimizer=keras.optimizers.Adam(args.learning_rate), loss="mse")
-    batches = mnist.DigitSequenceBatches(
-        train_images,
-        train_labels,
-        args.task,
-        args.batch_size,
-        args.train_length,
-        args.steps,
-        seed=args.seed,
-    )
-    history = model.fit(
-        batches, callbacks=[keras.callbacks.TerminateOnNaN()], verbose=0
-    )
-    return model, encoder, head, history.history["loss"][-1]
+    return result, parts["encoder"], parts["head"]
+
+
+def mean_loss(args, losses):
+    """The mean training loss over all the steps, from each epoch's mean."""
+    every = args.checkpoint_every
+    steps = [min(every, args.steps - e * every) for e in range(len(losses))]
+    return float(np.dot(losses, steps) / sum(steps)) if losses else None
 
 
 def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
@@ -170,7 +232,10 @@ def print_table(args, results, dataset_name):
             f"{cell(n, results[kind]['test'][n])} ({paper_cell(n, paper)})"
             for n in lengths
         ]
-        print(f"| {mnist.RECURRENT_MODELS[kind]} | " + " | ".join(cells) + " |")
+        name = mnist.RECURRENT_MODELS[kind]
+        if results[kind]["diverged"]:
+            name += " (diverged)"
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def export_nac(model, args, test_images, test_labels):
@@ -198,6 +263,7 @@ def export_nac(model, args, test_images, test_labels):
 
 def main(argv=None):
     args = parse_args(argv)
+    strategy = create_strategy(args)
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")  # predict retraces once per length
@@ -223,11 +289,23 @@ def main(argv=None):
         "sequences per longer length.\n",
         flush=True,
     )
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
     results, nac_model = {}, None
     for kind in args.models:
         began = time.perf_counter()
-        model, encoder, head, loss = train(kind, args, train_images, train_labels)
+        result, encoder, head = train(
+            kind,
+            args,
+            train_images,
+            train_labels,
+            strategy,
+            checkpoints(args.task, kind),
+        )
+        report(result, mnist.RECURRENT_MODELS[kind])
+        model = result.model
+        # Over all the steps, as the one epoch of all the steps gave it before.
+        loss = mean_loss(args, result.history.get("loss", []))
         test = evaluate(
             args.task,
             encoder,
@@ -239,13 +317,20 @@ def main(argv=None):
             args.seed,
         )
         seconds = time.perf_counter() - began
-        results[kind] = {"final_loss": loss, "test": test, "seconds": seconds}
+        results[kind] = {
+            "final_loss": loss,
+            "epoch_losses": result.history.get("loss", []),
+            "diverged": result.divergence,
+            "test": test,
+            "seconds": seconds,
+        }
         summary = ", ".join(
             f"length {n}: {cell(n, test[n])}" for n in sorted(args.lengths)
         )
         print(
-            f"{mnist.RECURRENT_MODELS[kind]:>8}: final training loss {fmt(loss)}; "
-            f"{summary} ({seconds:.0f} s)",
+            f"{mnist.RECURRENT_MODELS[kind]:>8}: mean training loss {fmt(loss)}; "
+            f"{summary} ({seconds:.0f} s)"
+            + (" (diverged)" if result.divergence else ""),
             flush=True,
         )
         if kind == "nac":
@@ -253,17 +338,20 @@ def main(argv=None):
     wall = time.perf_counter() - start
     print_table(args, results, dataset_name)
     print(f"\nTrained and evaluated in {wall:.0f} s.")
-    json_path = Path(args.json or f"results/mnist_{args.task}_{args.dataset}.json")
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(
-        json.dumps(
-            {"arguments": vars(args), "wall_seconds": wall, "results": results},
-            indent=1,
+    if is_chief(strategy):
+        json_path = Path(args.json or f"results/mnist_{args.task}_{args.dataset}.json")
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        arguments = {**vars(args), "checkpoint_dir": str(args.checkpoint_dir)}
+        json_path.write_text(
+            json.dumps(
+                {"arguments": arguments, "wall_seconds": wall, "results": results},
+                indent=1,
+            )
         )
-    )
-    print(f"Wrote {json_path}.")
-    if nac_model is not None:
-        export_nac(nac_model, args, test_images, test_labels)
+        print(f"Wrote {json_path}.")
+        if nac_model is not None:
+            export_nac(nac_model, args, test_images, test_labels)
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
     return 0
 
 

@@ -19,6 +19,12 @@ configuration's median over seeds, each seed's numbers too) beside the
 paper's, the Figure 3 view from the best model, and exports that model as a
 SavedModel that takes a batch of strings.
 
+Every `--eval-every` steps is an epoch, checkpointed with the best weights so
+far (`keras_nalu.training.fit`): run the same command again after an
+interruption and every run resumes where it stopped, with the results of an
+uninterrupted run. `--strategy mirrored|multi-worker` trains on the local
+devices or on the hosts of `TF_CONFIG`.
+
     python examples/number_translation.py
     python examples/number_translation.py --quick   # a smoke run
 """
@@ -34,9 +40,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from _arguments import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    report,
+)
 from keras import ops  # noqa: E402
 
 from keras_nalu import NAC, NALU, export_saved_model  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.tasks.number_words import (  # noqa: E402
     PAPER_FIGURE_3,
     PAPER_TABLE_3,
@@ -44,6 +57,7 @@ from keras_nalu.tasks.number_words import (  # noqa: E402
     NumberWords,
     encode,
 )
+from keras_nalu.training import fit  # noqa: E402
 
 MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
 
@@ -107,64 +121,136 @@ def mae(model, ids, y):
 
 class KeepBest(keras.callbacks.Callback):
     """After every epoch (`eval_every` steps), keeps each seed's weights of its
-    best validation MAE; restores them when training ends."""
+    best validation MAE; `restore()` puts them back when training is done.
 
-    def __init__(self, models, data):
+    Its state goes into the run's checkpoint (`get_checkpoint_state`), so a
+    resumed run keeps the weights and steps an uninterrupted one would.
+    """
+
+    def __init__(self, data, eval_every):
         super().__init__()
-        self.models, self.data = models, data
+        self.data, self.eval_every = data, eval_every
+        self.watch([])
+
+    def watch(self, models):
+        """Starts keeping the best weights of `models` (the seeds' models)."""
+        self.models = models
         self.best = [np.inf] * len(models)
         self.best_weights = [None] * len(models)
         self.best_step = [0] * len(models)
 
     def on_epoch_end(self, epoch, logs=None):
-        step = (epoch + 1) * self.params["steps"]
+        step = (epoch + 1) * self.eval_every
         for i, model in enumerate(self.models):
             error = mae(model, *self.data["validation"])
             if np.isfinite(error) and error < self.best[i]:
                 self.best[i], self.best_step[i] = error, step
                 self.best_weights[i] = model.get_weights()
 
-    def on_train_end(self, logs=None):
+    def restore(self):
         for model, weights in zip(self.models, self.best_weights, strict=True):
             if weights is not None:
                 model.set_weights(weights)
 
+    def get_checkpoint_state(self):
+        state = {
+            "best": np.array(self.best, np.float64),
+            "best_step": np.array(self.best_step, np.int64),
+        }
+        for i, weights in enumerate(self.best_weights):
+            for j, weight in enumerate(weights or []):
+                state[f"weights_{i}_{j}"] = weight
+        return state
 
-def train_config(kind, size, learning_rate, seeds, data, args):
+    def set_checkpoint_state(self, state):
+        self.best = [float(v) for v in state["best"]]
+        self.best_step = [int(v) for v in state["best_step"]]
+        for i, model in enumerate(self.models):
+            if f"weights_{i}_0" in state:
+                self.best_weights[i] = [
+                    state[f"weights_{i}_{j}"] for j in range(len(model.weights))
+                ]
+
+
+def train_config(
+    kind, size, learning_rate, seeds, data, args, strategy=None, checkpoint_dir=None
+):
     """Trains one model per seed; returns `[(errors, seed, steps_model,
     model), ...]`.
 
     The seeds' models train side by side in one Keras model whose loss is the
     sum of theirs: no weight is shared, so each gets exactly the gradients and
-    Adam updates it would get alone, in a third of the time.
+    Adam updates it would get alone, in a third of the time. Training runs in
+    epochs of `args.eval_every` full-batch steps, each checkpointed in
+    `checkpoint_dir` (when given). A non-finite loss of any seed stops them
+    all there (`errors["diverged"]` says where); each keeps its best weights.
     """
     import tensorflow as tf
 
-    models = build_models(kind, size, seeds)
-    ids = models[0][1].inputs[0]
-    joint = keras.Model(ids, [model.outputs[0] for _, model in models])
-    joint.compile(
-        optimizer=keras.optimizers.Adam(learning_rate),
-        loss=[args.loss] * len(seeds),
-        steps_per_execution=args.eval_every,
-    )
+    keep = KeepBest(data, args.eval_every)
+    built = {}
+    # One seed: a model of one output, not of a list of one, which the custom
+    # loop of a multi-worker strategy (distribute.Trainer) does not take.
+    alone = len(seeds) == 1
+
+    def build():
+        built["models"] = models = build_models(kind, size, seeds)
+        keep.watch([model for _, model in models])
+        ids = models[0][1].inputs[0]
+        outputs = [model.outputs[0] for _, model in models]
+        return keras.Model(ids, outputs[0] if alone else outputs)
+
     x, y = data["train"]
-    dataset = tf.data.Dataset.from_tensors((x, (y,) * len(seeds))).repeat()
-    keep = KeepBest([model for _, model in models], data)
-    joint.fit(
-        dataset,
+    targets = y if alone else (y,) * len(seeds)
+
+    def batches(epoch):  # the whole training set at every step
+        dataset = tf.data.Dataset.from_tensors((x, targets))
+        return dataset.repeat(args.eval_every)
+
+    config = {
+        "model": kind,
+        "size": size,
+        "learning_rate": learning_rate,
+        "run_seeds": list(seeds),
+        **{k: v for k, v in vars(args).items() if k not in IGNORED},
+    }
+    result = fit(
+        build,
+        batches,
+        loss=args.loss if alone else [args.loss] * len(seeds),
+        optimizer_fn=lambda: keras.optimizers.Adam(learning_rate),
         epochs=max(1, args.steps // args.eval_every),
-        steps_per_epoch=args.eval_every,
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config=config,
         callbacks=[keep],
-        shuffle=False,
+        steps_per_execution=args.eval_every,
         verbose=0,
     )
+    report(result, f"{MODELS[kind]}, size {size}, lr {learning_rate:g}")
+    keep.restore()
     runs = []
+    models = built["models"]
     for i, (seed, (steps_model, model)) in enumerate(zip(seeds, models, strict=True)):
         errors = {split: mae(model, *data[split]) for split in data}
         errors["best_step"] = keep.best_step[i]
+        errors["diverged"] = result.divergence
         runs.append((errors, seed, steps_model, model))
     return runs
+
+
+# Arguments that do not change a run's results: a checkpoint resumes across them.
+IGNORED = (
+    "seeds",
+    "sizes",
+    "learning_rates",
+    "models",
+    "quick",
+    "export_dir",
+    "json",
+    "strategy",
+    "checkpoint_dir",
+)
 
 
 def parse_args(argv=None):
@@ -188,6 +274,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--export-dir", default="saved_models/number_translation")
     parser.add_argument("--json", default="results/number_translation.json")
+    add_training_arguments(parser, "number_translation")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.steps, args.eval_every = 1, 40, 20
@@ -216,6 +303,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    strategy = create_strategy(args)
     task = NumberWords(seed=args.seed)
     data = {}
     for split in ("train", "validation", "test"):
@@ -231,6 +319,7 @@ def main(argv=None):
         f"{args.eval_every} steps (best kept).\n",
         flush=True,
     )
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
     results, chosen, best = {}, {}, None
     for key in args.models:
@@ -239,7 +328,16 @@ def main(argv=None):
         for size in args.sizes:
             for rate in args.learning_rates:
                 t0 = time.perf_counter()
-                runs = train_config(key, size, rate, seeds, data, args)
+                runs = train_config(
+                    key,
+                    size,
+                    rate,
+                    seeds,
+                    data,
+                    args,
+                    strategy,
+                    checkpoints(key, size, f"{rate:g}"),
+                )
                 seconds_each = (time.perf_counter() - t0) / len(seeds)
                 for errors, seed, _, _ in runs:
                     errors["seconds"] = seconds_each
@@ -247,7 +345,8 @@ def main(argv=None):
                         f"{name}, size {size}, lr {rate:g}, seed {seed}: "
                         f"train {errors['train']:.3f}, validation "
                         f"{errors['validation']:.3f}, test {errors['test']:.3f} "
-                        f"MAE (best at step {errors['best_step']})",
+                        f"MAE (best at step {errors['best_step']})"
+                        + (" (diverged)" if errors["diverged"] else ""),
                         flush=True,
                     )
                 print(f"  ({len(seeds)} seeds in {time.perf_counter() - t0:.0f} s)")
@@ -282,8 +381,9 @@ def main(argv=None):
         medians = [np.median([r[0][s] for r in runs]) for s in data]
         paper = PAPER_TABLE_3[name]
         per_seed = ", ".join(f"{r[0]['test']:.3g}" for r in runs)
+        diverged = " (diverged)" if runs[0][0]["diverged"] else ""
         print(
-            f"| {name} | {size}, {rate:g} | "
+            f"| {name} | {size}, {rate:g}{diverged} | "
             + " | ".join(
                 f"{m:.3g} ({p:g})" for m, p in zip(medians, paper, strict=True)
             )
@@ -318,6 +418,13 @@ def main(argv=None):
             + "  (paper)\n"
         )
 
+    if is_chief(strategy):
+        export_and_save(model, queries, results, chosen, figure, seconds, args)
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+
+
+def export_and_save(model, queries, results, chosen, figure, seconds, args):
+    """Exports `model` as a SavedModel of strings and writes the JSON."""
     # The served model: strings in, numbers out; tokenized inside the graph.
     text = keras.Input((), dtype="string", name="text")
     vectorize = keras.layers.TextVectorization(
@@ -344,7 +451,7 @@ def main(argv=None):
     Path(args.json).write_text(
         json.dumps(
             {
-                "arguments": vars(args),
+                "arguments": {**vars(args), "checkpoint_dir": str(args.checkpoint_dir)},
                 "runs": results,
                 "chosen": {n: [s, r] for n, (s, r, _) in chosen.items()},
                 "figure_3": figure,

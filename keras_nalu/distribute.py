@@ -209,6 +209,10 @@ def _per_example_loss_fn(loss):
         fns = [_per_example_loss_fn(one) for one in loss]
 
         def summed(y_true, y_pred):
+            if len(fns) == 1 and not isinstance(y_pred, (list, tuple)):
+                # One output: Keras accepts a list of one loss for it.
+                y_pred = [y_pred]
+                y_true = y_true if isinstance(y_true, (list, tuple)) else [y_true]
             if len(y_true) != len(fns) or len(y_pred) != len(fns):
                 raise ValueError(
                     f"Received {len(fns)} losses for a model with {len(y_pred)} "

@@ -7,9 +7,10 @@
 not support, it is `keras_nalu.distribute.Trainer.fit`, the same loop written
 out. The callbacks see the same calls either way.
 
-After every epoch, `fit` checkpoints the model's weights, the optimizer's
-state, the epoch and the history into one file, written beside and renamed
-over the previous one, so a kill at any instant leaves a whole checkpoint. Run
+After every epoch, `fit` checkpoints the model's variables (its weights and
+the states of its random generators, e.g. dropout's), the optimizer's state,
+the epoch and the history into one file, written beside and renamed over the
+previous one, so a kill at any instant leaves a whole checkpoint. Run
 again with the same `checkpoint_dir` and `config`, it resumes at the epoch
 after the last checkpoint. Each epoch's batches come from `data_fn(epoch)`,
 so when they depend only on the epoch (fresh batches drawn from a seed and
@@ -175,7 +176,8 @@ def fit(
     checkpoint = None
     if checkpoint_dir is not None:
         checkpoint = Path(checkpoint_dir) / _CHECKPOINT
-    variables = list(model.weights) + list(optimizer.variables)
+    # `variables`, not `weights`: the random generators' states (dropout) too.
+    variables = list(model.variables) + list(optimizer.variables)
     start, history, divergence = 0, {}, None
     saved = None
     if checkpoint is not None:

@@ -1,14 +1,14 @@
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
+
+from tests.processes import kill_when_written
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "static_arithmetic.py"
 
@@ -64,18 +64,7 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
 
     state = tmp_path / "killed_checkpoints" / "mul" / "nalu" / "1" / "checkpoint.npz"
-    process = subprocess.Popen(
-        command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not state.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert state.exists(), "no checkpoint was written"
-        process.send_signal(signal.SIGKILL)
-    finally:
-        process.kill()
-        process.wait()
+    kill_when_written(command("killed"), state, env)
     with np.load(state) as saved:
         killed_at = 500 * json.loads(str(saved["metadata"]))["state"]["epoch"]
     assert 0 < killed_at < 6000 and not (tmp_path / "killed_model").exists()

@@ -39,10 +39,12 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
         "--task", "count", "--dataset", "digits", "--models", "nac", "lstm",
         "--steps", "20", "--batch-size", "4", "--eval-sequences", "6",
         "--lengths", "1", "10", "--export-dir", str(export_dir),
-        "--json", str(tmp_path / "results.json"),
+        "--json", str(tmp_path / "results.json"), "--strategy", "mirrored",
+        "--checkpoint-every", "8", "--checkpoint-dir", str(tmp_path / "ckpt"),
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
     rows = table_rows(result.stdout)
     assert set(rows) == {"model", "NAC", "LSTM"}
     assert rows["model"] == ["length 1", "length 10"]
@@ -53,6 +55,9 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["arguments"]["dataset"] == "digits"
     assert set(saved["results"]) == {"nac", "lstm"}
+    for kind in ("nac", "lstm"):  # epochs of 8, 8 and 4 steps
+        assert len(saved["results"][kind]["epoch_losses"]) == 3
+        assert saved["results"][kind]["diverged"] is None
     assert "scikit-learn digits" in result.stdout
 
     # The exported NAC model counts sequences of any length, served without
@@ -70,14 +75,20 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
 
 
 def test_counting_example_sum_task_has_one_output(tmp_path):
+    # A multi-worker strategy without TF_CONFIG: one worker, the custom loop.
     result = run(
         "mnist_counting.py",
         "--task", "sum", "--dataset", "digits", "--models", "gru",
         "--steps", "5", "--batch-size", "2", "--eval-sequences", "3",
         "--lengths", "1", "100", "--json", str(tmp_path / "r.json"),
+        "--strategy", "multi-worker", "--checkpoint-every", "2",
+        "--checkpoint-dir", str(tmp_path / "ckpt"),
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert len(saved["results"]["gru"]["epoch_losses"]) == 3  # 2, 2 and 1 steps
     rows = table_rows(result.stdout)
     assert rows["GRU"][0].endswith("(0.0%)") and rows["GRU"][1].endswith("(771)")
     assert not (tmp_path / "saved_models").exists()  # no NAC, nothing exported
@@ -104,11 +115,13 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
     result = run(
         "mnist_parity.py",
         "--dataset", "digits", "--variants", "NAC", "Wx+b",
-        "--train-size", "64", "--test-size", "32", "--epochs", "1",
-        "--json", str(tmp_path / "parity.json"),
+        "--train-size", "64", "--test-size", "32", "--epochs", "2",
+        "--json", str(tmp_path / "parity.json"), "--strategy", "mirrored",
+        "--checkpoint-dir", str(tmp_path / "ckpt"),
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
     rows = table_rows(result.stdout)
     assert set(rows) == {"last layer", "Seguí et al.: Wx+b", "NAC", "Wx+b"}
     assert rows["NAC"][2] == "93.1" and rows["Wx+b"][2] == "88.1"
@@ -117,6 +130,7 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
     saved = json.loads((tmp_path / "parity.json").read_text())
     assert saved["arguments"]["canvas_size"] == 28
     assert [r["seed"] for r in saved["results"]["NAC"]] == [0]
+    assert 0 <= saved["results"]["NAC"][0]["train_accuracy"] <= 100
 
 
 def test_parity_example_rejects_bad_arguments(tmp_path):

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.processes import kill_when_written
 from tests.test_configured_nalu import serve_in_fresh_process
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -36,10 +37,12 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     export_dir = tmp_path / "words"
     result = run(
         "number_translation.py",
-        ["--quick", "--export-dir", str(export_dir), "--json", "r.json"],
+        ["--quick", "--export-dir", str(export_dir), "--json", "r.json",
+         "--strategy", "mirrored", "--checkpoint-dir", str(tmp_path / "ckpt")],
         tmp_path,
-    )
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
     rows = table_rows(result.stdout)
     assert set(rows) == {"model", "LSTM", "LSTM + NAC", "LSTM + NALU"}
     assert rows["LSTM + NALU"][4].endswith("(0.41)")
@@ -56,6 +59,46 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     assert all(np.all(np.isfinite(s)) for s in served)
     # The same text served alone or in a batch (padding does not leak).
     np.testing.assert_allclose(served[2], served[0][1:2], rtol=1e-5, atol=1e-4)
+
+
+def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path):
+    # Both seeds are best after the first epoch (step 10): the resumed run must
+    # keep the best weights from its checkpoint (KeepBest's state).
+    def command(name):
+        return [sys.executable, str(EXAMPLES / "number_translation.py"),
+                "--seeds", "2", "--steps", "60", "--eval-every", "10", "--sizes",
+                "8", "--learning-rates", "0.2", "--models", "nalu",
+                "--export-dir", str(tmp_path / f"{name}_model"),
+                "--json", str(tmp_path / f"{name}.json"),
+                "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
+
+    whole = subprocess.run(command("whole"), capture_output=True, text=True, env=ENV)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
+
+    state = tmp_path / "killed_checkpoints" / "nalu" / "8" / "0.2" / "checkpoint.npz"
+    kill_when_written(command("killed"), state, ENV)
+    assert not (tmp_path / "killed.json").exists()
+
+    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=ENV)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    resume = "LSTM + NALU, size 8, lr 0.2: resumed from its checkpoint after epoch "
+    assert resume in resumed.stdout
+    killed_at = int(resumed.stdout.split(resume)[1].split()[0])
+    assert 0 < killed_at < 6  # of the 6 epochs of 10 steps
+    assert not (tmp_path / "killed_checkpoints").exists()
+
+    def results(name):  # all but the times
+        saved = json.loads((tmp_path / f"{name}.json").read_text())
+        for configs in saved["runs"].values():
+            for runs in configs.values():
+                for run in runs:
+                    del run["seconds"]
+        return saved["runs"], saved["chosen"], saved["figure_3"]
+
+    assert results("killed") == results("whole")
+    runs = results("whole")[0]["LSTM + NALU"]["size 8, lr 0.2"]
+    assert [run["best_step"] for run in runs] == [10, 10]
 
 
 def test_program_evaluation_trains_prints_and_exports(tmp_path):
@@ -84,6 +127,9 @@ def test_program_evaluation_trains_prints_and_exports(tmp_path):
 
 
 def load_example(script):
+    # The examples import their shared helpers (`_arguments`) from their folder.
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(script[:-3], EXAMPLES / script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,9 +1,7 @@
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +14,7 @@ from keras_nalu.tasks.program_evaluation import (
     program_text,
     run_program,
 )
+from tests.processes import kill_when_written
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "program_evaluation.py"
 
@@ -163,18 +162,7 @@ def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
     state = (
         tmp_path / "killed_checkpoints" / "program" / "lstm" / "1" / "checkpoint.npz"
     )
-    process = subprocess.Popen(
-        command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not state.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert state.exists(), "no checkpoint was written"
-        process.send_signal(signal.SIGKILL)
-    finally:
-        process.kill()
-        process.wait()
+    kill_when_written(command("killed"), state, env)
     with np.load(state) as saved:
         metadata = json.loads(str(saved["metadata"]))
     killed_at = metadata.get("state", metadata)["epoch"]  # epochs completed

@@ -69,10 +69,19 @@ class Probe(keras.callbacks.Callback):
         self.calls = state["calls"].copy()
 
 
-def train(loop, checkpoint_dir=None, callbacks=(), config=None, data_fn=Batches):
+def with_dropout():
+    return keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dropout(0.3), NAU(2), NMU(1)]
+    )
+
+
+def train(
+    loop, checkpoint_dir=None, callbacks=(), config=None, data_fn=Batches,
+    model_fn=nau_nmu,
+):  # fmt: skip
     keras.utils.set_random_seed(3)
     return fit(
-        nau_nmu,
+        model_fn,
         data_fn,
         loss="mse",
         optimizer_fn=adam,
@@ -89,20 +98,26 @@ def weights(model):
 
 
 @pytest.mark.parametrize("loop", LOOPS)
-def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(loop, tmp_path):
-    whole = train(loop, callbacks=[Probe()])
+@pytest.mark.parametrize("model_fn", [nau_nmu, with_dropout])
+def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(
+    loop, model_fn, tmp_path
+):
+    whole = train(loop, callbacks=[Probe()], model_fn=model_fn)
     probe = Probe()
     with pytest.raises(KeyboardInterrupt):
-        train(loop, tmp_path, callbacks=[probe, Interrupt(at=2)])
+        train(loop, tmp_path, callbacks=[probe, Interrupt(at=2)], model_fn=model_fn)
     assert probe.calls == 3
-    probe = Probe()  # a fresh process: the state comes from the checkpoint
-    resumed = train(loop, tmp_path, callbacks=[probe])
+    # As a fresh process: reseeded, so the dropout generator starts afresh and
+    # the callback's state is new; both must come from the checkpoint.
+    probe = Probe()
+    resumed = train(loop, tmp_path, callbacks=[probe], model_fn=model_fn)
     assert resumed.resumed_at == 2 and resumed.epochs == EPOCHS
     assert probe.calls == EPOCHS  # 2 restored + 2 after the resume
     for a, b in zip(weights(whole.model), weights(resumed.model), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     # The step counter of the scheduled penalty resumed too.
-    assert int(resumed.model.layers[0].regularization_step.numpy()) == EPOCHS * STEPS
+    nau = [layer for layer in resumed.model.layers if isinstance(layer, NAU)][0]
+    assert int(nau.regularization_step.numpy()) == EPOCHS * STEPS
     np.testing.assert_allclose(resumed.history["loss"], whole.history["loss"])
     assert resumed.history["probe"] == [0.0, 10.0, 20.0, 30.0]
     assert resumed.divergence is None
@@ -298,6 +313,16 @@ def test_invalid_arguments_raise(kwargs, name):
 def test_stop_on_divergence_is_a_callback():
     assert isinstance(StopOnDivergence(), keras.callbacks.Callback)
     assert FitResult(None, {}, 0).divergence is None
+
+
+def test_a_list_of_one_loss_for_one_output_trains_alike_on_both_loops():
+    losses = {}
+    for loop in LOOPS:
+        keras.utils.set_random_seed(0)
+        result = fit(nau_nmu, Batches, loss=["mse"], optimizer_fn=adam, epochs=2,
+                     loop=loop)  # fmt: skip
+        losses[loop] = result.history["loss"]
+    np.testing.assert_allclose(losses["custom"], losses["fit"], rtol=1e-5)
 
 
 @pytest.mark.parametrize("loss", ["mse", keras.losses.MeanAbsoluteError()])

@@ -240,12 +240,15 @@ class DigitSequenceBatches(keras.utils.PyDataset):
     """`steps` fresh training batches of digit sequences, for `model.fit`.
 
     Batch `i` holds `batch_size` sequences of `length` images drawn from the
-    seed `(seed, i)`: images of shape `(batch_size, length, h, w, 1)` and the
-    targets of `task` (`"count"`: `(batch_size, 10)`, `"sum"`:
-    `(batch_size, 1)`).
+    seed `(seed, start + i)`: images of shape `(batch_size, length, h, w, 1)`
+    and the targets of `task` (`"count"`: `(batch_size, 10)`, `"sum"`:
+    `(batch_size, 1)`). Training in chunks (`start=0`, then `start=steps`,
+    ...) sees the batches of one long run.
     """
 
-    def __init__(self, images, labels, task, batch_size, length, steps, seed=0):
+    def __init__(
+        self, images, labels, task, batch_size, length, steps, seed=0, start=0
+    ):
         super().__init__()
         self.images, self.labels = images, np.asarray(labels)
         self.task = _validation.one_of("task", task, SEQUENCE_TASKS)
@@ -253,13 +256,17 @@ class DigitSequenceBatches(keras.utils.PyDataset):
         self.length = _validation.positive_int("length", length)
         self.steps = _validation.positive_int("steps", steps)
         self.seed = seed
+        self.start = _validation.non_negative_int("start", start)
 
     def __len__(self):
         return self.steps
 
     def __getitem__(self, i):
         index = sample_sequences(
-            len(self.labels), self.batch_size, self.length, seed=(self.seed, i)
+            len(self.labels),
+            self.batch_size,
+            self.length,
+            seed=(self.seed, self.start + i),
         )
         return self.images[index], sequence_targets(self.task, self.labels[index])
 

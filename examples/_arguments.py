@@ -29,8 +29,10 @@ def positive_float(text):
     return value
 
 
-def add_training_arguments(parser, name):
-    """Adds `--strategy` and `--checkpoint-dir` (default results/checkpoints/NAME)."""
+def add_training_arguments(parser, name, checkpoint_every=None):
+    """Adds `--strategy`, `--checkpoint-dir` (default results/checkpoints/NAME)
+    and, for a script that trains in steps, `--checkpoint-every` (the steps of
+    an epoch, checkpointed after each; default `checkpoint_every`)."""
     parser.add_argument(
         "--strategy",
         choices=STRATEGIES,
@@ -46,6 +48,13 @@ def add_training_arguments(parser, name):
         "command again after an interruption and it resumes (default "
         "%(default)s; deleted when the script finishes)",
     )
+    if checkpoint_every is not None:
+        parser.add_argument(
+            "--checkpoint-every",
+            type=positive_int,
+            default=checkpoint_every,
+            help="steps per epoch, checkpointed after each (default %(default)s)",
+        )
 
 
 def create_strategy(args):

@@ -121,14 +121,11 @@ def parse_args(argv=None):
         default=ROOT / "results" / "identity_extrapolation.json",
         help="every run's errors and settings",
     )
-    add_training_arguments(parser, "identity_extrapolation")
-    parser.add_argument(
-        "--checkpoint-every", type=int, default=1000, help="steps (one epoch)"
-    )
+    add_training_arguments(parser, "identity_extrapolation", checkpoint_every=1000)
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.steps = QUICK["seeds"], QUICK["steps"]
-    for name in ("seeds", "steps", "batch_size", "checkpoint_every"):
+    for name in ("seeds", "steps", "batch_size"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if not args.learning_rate > 0:

@@ -97,13 +97,7 @@ def parse_args(argv=None):
         help="where to export the NAC model (default saved_models/mnist_TASK_nac)",
     )
     parser.add_argument("--json", help="default results/mnist_TASK_DATASET.json")
-    add_training_arguments(parser, "mnist_counting")
-    parser.add_argument(
-        "--checkpoint-every",
-        type=positive_int,
-        default=500,
-        help="steps per epoch: a checkpoint after each",
-    )
+    add_training_arguments(parser, "mnist_counting", checkpoint_every=500)
     return parser.parse_args(argv)
 
 

@@ -90,10 +90,7 @@ def parse_args(argv=None):
         "--quick", action="store_true", help="a+b and a*b, 1 seed, 2,000 steps"
     )
     parser.add_argument("--json", default="results/recurrent_arithmetic.json")
-    add_training_arguments(parser, "recurrent_arithmetic")
-    parser.add_argument(
-        "--checkpoint-every", type=int, default=1000, help="steps (one epoch)"
-    )
+    add_training_arguments(parser, "recurrent_arithmetic", checkpoint_every=1000)
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {
         "operations": list(OPERATIONS), "seeds": 3, "steps": 5000,
@@ -101,7 +98,7 @@ def parse_args(argv=None):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in ("seeds", "steps", "eval_size", "checkpoint_every"):
+    for name in ("seeds", "steps", "eval_size"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     return args

@@ -96,15 +96,14 @@ def parse_args(argv=None):
         help="which models to train (default: both)",
     )
     parser.add_argument("--eval-size", type=int, default=10_000)
-    add_training_arguments(parser, "static_arithmetic")
-    parser.add_argument("--checkpoint-every", type=int, default=1000, help="steps")
+    add_training_arguments(parser, "static_arithmetic", checkpoint_every=1000)
     parser.add_argument(
         "--export-dir",
         default=None,
         help="where to export the NALU (default saved_models/static_arithmetic_OP)",
     )
     args = parser.parse_args(argv)
-    for name in ("runs", "steps", "batch_size", "eval_size", "checkpoint_every"):
+    for name in ("runs", "steps", "batch_size", "eval_size"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if not args.learning_rate > 0:

@@ -78,10 +78,11 @@ class StopOnDivergence(keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
             steps = self.params.get("steps")
-            where = f"step {batch + 1}" + (f" of {steps}" if steps else "")
+            of = f" of {steps}" if steps else ""
+            # "by": with steps_per_execution > 1, logs come once per execution.
             self.message = (
-                f"diverged: the training loss became {float(loss)} in epoch "
-                f"{self._epoch + 1}, {where}; training stopped there"
+                f"diverged: the training loss was {float(loss)} by step "
+                f"{batch + 1}{of} of epoch {self._epoch + 1}; training stopped there"
             )
             self.model.stop_training = True
 

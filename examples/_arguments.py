@@ -5,6 +5,8 @@ import argparse
 import math
 from pathlib import Path
 
+import numpy as np
+
 from keras_nalu.distribute import STRATEGIES, is_chief, make_strategy
 from keras_nalu.training import remove_checkpoint
 
@@ -55,6 +57,33 @@ def add_training_arguments(parser, name, checkpoint_every=None):
             default=checkpoint_every,
             help="steps per epoch, checkpointed after each (default %(default)s)",
         )
+
+
+def epoch_steps(args):
+    """The steps of each epoch when `--steps` are trained in epochs of
+    `--checkpoint-every` (the last one may be shorter)."""
+    every = args.checkpoint_every
+    return [min(every, args.steps - start) for start in range(0, args.steps, every)]
+
+
+def stream_epochs(args, batches):
+    """`(epochs, data_fn)` for `training.fit`, splitting a stream of `--steps`
+    fresh batches into epochs of `--checkpoint-every`: `data_fn(epoch)` is
+    `batches(steps, start)`, the epoch's own slice of the stream, the same
+    after a resume."""
+    lengths = epoch_steps(args)
+
+    def data_fn(epoch):
+        return batches(lengths[epoch], epoch * args.checkpoint_every)
+
+    return len(lengths), data_fn
+
+
+def mean_over_steps(args, epoch_means):
+    """The mean over all the steps trained, from each epoch's mean (as Keras
+    reports the loss), or `None` before any epoch."""
+    steps = epoch_steps(args)[: len(epoch_means)]
+    return float(np.dot(epoch_means, steps) / sum(steps)) if steps else None
 
 
 def create_strategy(args):

@@ -35,7 +35,6 @@ on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
 import argparse
 import io
 import json
-import math
 import os
 import sys
 import time
@@ -51,7 +50,9 @@ from _arguments import (  # noqa: E402
     Checkpoints,
     add_training_arguments,
     create_strategy,
+    mean_over_steps,
     report,
+    stream_epochs,
 )
 
 from keras_nalu.distribute import is_chief  # noqa: E402
@@ -139,11 +140,13 @@ def run(name, seed, args, test_sets, strategy, checkpoint_dir):
     """
     start = time.perf_counter()
     x, y = identity_batches(args.steps, args.batch_size, seed=seed)
-    every, size = args.checkpoint_every, args.batch_size
+    size = args.batch_size
 
-    def batches(epoch):  # steps [epoch * every, ...) of the run's one stream
-        part = slice(epoch * every * size, (epoch + 1) * every * size)
+    def slice_of(steps, start):  # the run's one stream, from step `start`
+        part = slice(start * size, (start + steps) * size)
         return tf.data.Dataset.from_tensor_slices((x[part], y[part])).batch(size)
+
+    epochs, batches = stream_epochs(args, slice_of)
 
     keras.utils.set_random_seed(seed)
     result = fit(
@@ -153,7 +156,7 @@ def run(name, seed, args, test_sets, strategy, checkpoint_dir):
         optimizer_fn=lambda: keras.optimizers.Adam(
             args.learning_rate, amsgrad=args.optimizer == "amsgrad"
         ),
-        epochs=math.ceil(args.steps / every),
+        epochs=epochs,
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
         config={
@@ -161,20 +164,17 @@ def run(name, seed, args, test_sets, strategy, checkpoint_dir):
             "seed": seed,
             **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
         },
-        steps_per_execution=min(100, args.steps, every),
+        steps_per_execution=min(100, args.steps, args.checkpoint_every),
         verbose=0,
     )
     model = result.model
     errors = {split: absolute_errors(model, x) for split, x in test_sets.items()}
-    # Keras reports each epoch's loss averaged over its steps; their mean
-    # weighted by the steps is the loss averaged over all the steps trained.
-    steps = [min(every, args.steps - e * every) for e in range(result.epochs)]
     return {
         "model": name,
         "seed": seed,
         "table_mae": float(np.mean(errors["table"])),
         "train_range_mae": float(np.mean(errors["train_range"])),
-        "mean_train_loss": float(np.average(result.history["loss"], weights=steps)),
+        "mean_train_loss": mean_over_steps(args, result.history["loss"]),
         "seconds": round(time.perf_counter() - start, 2),
         "diverged": result.divergence,
         "figure_abs_error": [float(f"{e:.6g}") for e in errors["figure"]],

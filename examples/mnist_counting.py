@@ -28,7 +28,6 @@ the local devices or on the hosts of `TF_CONFIG`.
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -43,9 +42,11 @@ from _arguments import (  # noqa: E402
     Checkpoints,
     add_training_arguments,
     create_strategy,
+    mean_over_steps,
     positive_float,
     positive_int,
     report,
+    stream_epochs,
 )
 
 from keras_nalu import export_saved_model  # noqa: E402
@@ -118,7 +119,7 @@ def train(kind, args, train_images, train_labels, strategy, checkpoint_dir):
     """Trains `kind` on `args.steps` fresh batches drawn from `args.seed`, in
     epochs of `args.checkpoint_every` steps, each checkpointed in
     `checkpoint_dir`; returns `(training.fit result, encoder, head)`."""
-    parts, every = {}, args.checkpoint_every
+    parts = {}
 
     def build():
         model, parts["encoder"], parts["head"] = mnist.sequence_model(
@@ -126,17 +127,19 @@ def train(kind, args, train_images, train_labels, strategy, checkpoint_dir):
         )
         return model
 
-    def batches(epoch):  # the stream's own slice: the same after a resume
-        return mnist.DigitSequenceBatches(
+    epochs, batches = stream_epochs(
+        args,
+        lambda steps, start: mnist.DigitSequenceBatches(
             train_images,
             train_labels,
             args.task,
             args.batch_size,
             args.train_length,
-            min(every, args.steps - epoch * every),
+            steps,
             seed=args.seed,
-            start=epoch * every,
-        )
+            start=start,
+        ),
+    )
 
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
     keras.utils.set_random_seed(args.seed)
@@ -145,20 +148,13 @@ def train(kind, args, train_images, train_labels, strategy, checkpoint_dir):
         batches,
         loss="mse",
         optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-        epochs=math.ceil(args.steps / every),
+        epochs=epochs,
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
         config={**config, "model": kind},
         verbose=0,
     )
     return result, parts["encoder"], parts["head"]
-
-
-def mean_loss(args, losses):
-    """The mean training loss over all the steps, from each epoch's mean."""
-    every = args.checkpoint_every
-    steps = [min(every, args.steps - e * every) for e in range(len(losses))]
-    return float(np.dot(losses, steps) / sum(steps)) if losses else None
 
 
 def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
@@ -299,7 +295,7 @@ def main(argv=None):
         report(result, mnist.RECURRENT_MODELS[kind])
         model = result.model
         # Over all the steps, as the one epoch of all the steps gave it before.
-        loss = mean_loss(args, result.history.get("loss", []))
+        loss = mean_over_steps(args, result.history.get("loss", []))
         test = evaluate(
             args.task,
             encoder,

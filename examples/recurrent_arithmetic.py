@@ -35,6 +35,7 @@ from _arguments import (  # noqa: E402
     add_training_arguments,
     create_strategy,
     report,
+    stream_epochs,
 )
 
 from keras_nalu import NAC, NALU, NACCell, NALUCell  # noqa: E402
@@ -114,11 +115,12 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
     }
     keras.utils.set_random_seed(seed)
     random_model = build(model, task.input_size)
-    every = args.checkpoint_every
-
-    def batches(epoch):  # the stream's steps [epoch * every, ...): resumable
-        steps = min(every, args.steps - epoch * every)
-        return task.training_batches(BATCH_SIZE, steps, seed=seed, start=epoch * every)
+    epochs, batches = stream_epochs(
+        args,
+        lambda steps, start: task.training_batches(
+            BATCH_SIZE, steps, seed=seed, start=start
+        ),
+    )
 
     start = time.perf_counter()
     # The trained model's init follows the random model's in the seeded stream.
@@ -127,7 +129,7 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
         batches,
         loss="mse",
         optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-        epochs=math.ceil(args.steps / every),
+        epochs=epochs,
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
         config={

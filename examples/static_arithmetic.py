@@ -21,7 +21,6 @@ of `TF_CONFIG` (`keras_nalu.training.fit`).
 """
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -36,6 +35,7 @@ from _arguments import (  # noqa: E402
     add_training_arguments,
     create_strategy,
     report,
+    stream_epochs,
 )
 
 from keras_nalu import NALU, export_saved_model  # noqa: E402
@@ -118,25 +118,23 @@ def train(build, task, args, seed, strategy, checkpoint_dir):
     Resumes from the checkpoint when one of the same configuration exists;
     returns the `training.fit` result.
     """
-    every = args.checkpoint_every
-
-    def batches(epoch):  # the stream's own slice: the same after a resume
-        steps = min(every, args.steps - epoch * every)
-        return task.training_batches(
-            args.batch_size, steps, seed=seed, start=epoch * every
-        )
-
+    epochs, batches = stream_epochs(
+        args,
+        lambda steps, start: task.training_batches(
+            args.batch_size, steps, seed=seed, start=start
+        ),
+    )
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
     return fit(
         build,
         batches,
         loss="mse",
         optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-        epochs=math.ceil(args.steps / every),
+        epochs=epochs,
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
         config={**config, "seed": seed},
-        steps_per_execution=min(100, args.steps, every),
+        steps_per_execution=min(100, args.steps, args.checkpoint_every),
         verbose=1 if sys.stdout.isatty() else 2,
     )
 

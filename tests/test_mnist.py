@@ -106,6 +106,16 @@ def test_predicted_classes_at_length_one():
     assert mnist.predicted_classes("sum", np.array([[6.6], [-0.2]])).tolist() == [7, 0]
 
 
+def test_predicted_classes_of_a_diverged_model_are_none():
+    # Not finite: no class (-1), without a warning or a cast of NaN to int.
+    counts = np.zeros((3, 10))
+    counts[0, 2], counts[1, 4] = np.nan, np.inf
+    counts[2, 3] = 5.0
+    assert mnist.predicted_classes("count", counts).tolist() == [-1, -1, 3]
+    sums = np.array([[np.nan], [np.inf], [1e300], [3.4]])
+    assert mnist.predicted_classes("sum", sums).tolist() == [-1, -1, 10**15, 3]
+
+
 def test_training_batches_are_fresh_reproducible_sequences(digits_test):
     images, labels = digits_test
     batches = mnist.DigitSequenceBatches(images, labels, "sum", 4, 10, steps=3, seed=1)

@@ -227,13 +227,18 @@ def predicted_classes(task, predictions):
     """The class a length-1 prediction implies (the paper's accuracy).
 
     For `"count"`, the class with the largest predicted count; for `"sum"`,
-    the predicted sum rounded to the nearest integer.
+    the predicted sum rounded to the nearest integer. A prediction that is not
+    finite (a diverged model) implies no class: -1.
     """
     _validation.one_of("task", task, SEQUENCE_TASKS)
-    predictions = np.asarray(predictions)
+    predictions = np.asarray(predictions, dtype=np.float64)
+    finite = np.all(np.isfinite(predictions), axis=-1)
     if task == "sum":
-        return np.rint(predictions[..., 0]).astype(np.int64)
-    return np.argmax(predictions, axis=-1).astype(np.int64)
+        # Clipped first: a huge sum rounds to a class no digit has, not garbage.
+        sums = np.clip(np.rint(np.where(finite, predictions[..., 0], -1)), -1, 1e15)
+        return sums.astype(np.int64)
+    classes = np.argmax(np.where(finite[..., None], predictions, 0), axis=-1)
+    return np.where(finite, classes, -1).astype(np.int64)
 
 
 class DigitSequenceBatches(keras.utils.PyDataset):

@@ -271,12 +271,6 @@ def _per_scalar_output(keras_loss):
     return per_example
 
 
-def _callable(name, value, expected):
-    if not callable(value):
-        raise _validation._invalid(name, expected, value)
-    return value
-
-
 class Trainer:
     """A custom training loop for one model under any `tf.distribute` strategy.
 
@@ -343,8 +337,8 @@ class Trainer:
     def __init__(
         self, model_fn, loss, optimizer_fn, strategy=None, global_batch_size=None
     ):
-        _callable("model_fn", model_fn, "a function returning a keras.Model")
-        _callable(
+        _validation.function("model_fn", model_fn, "a function returning a keras.Model")
+        _validation.function(
             "optimizer_fn", optimizer_fn, "a function returning a keras optimizer"
         )
         self._loss_fn = _per_example_loss_fn(loss)
@@ -419,17 +413,22 @@ class Trainer:
             batch (the same on every worker).
         """
         steps = _validation.positive_int("steps", steps)
-        iterator = iter(self.distribute(dataset))
+        iterator = self._iterate(dataset)
+        return [self._take_step(iterator, steps, done) for done in range(steps)]
+
+    def _iterate(self, dataset):
+        """An iterator over `dataset` distributed, the step compiled once."""
         if self._step is None:
             self._step = tf.function(self._distributed_step)
-        losses = []
-        for step in range(steps):
-            try:
-                loss = self._step(iterator)
-            except (tf.errors.OutOfRangeError, StopIteration):
-                raise _ran_out(steps, step) from None
-            losses.append(float(loss))
-        return losses
+        return iter(self.distribute(dataset))
+
+    def _take_step(self, iterator, needed, done):
+        """One step's loss; a clear error when the dataset ran out after
+        `done` of the `needed` batches."""
+        try:
+            return float(self._step(iterator))
+        except (tf.errors.OutOfRangeError, StopIteration):
+            raise _ran_out(needed, done) from None
 
     def fit(
         self,
@@ -477,9 +476,7 @@ class Trainer:
             epochs=epochs,
             steps=steps_per_epoch,
         )
-        iterator = iter(self.distribute(dataset))
-        if self._step is None:
-            self._step = tf.function(self._distributed_step)
+        iterator = self._iterate(dataset)
         self.model.stop_training = False
         logs = {}
         callbacks.on_train_begin()
@@ -488,14 +485,11 @@ class Trainer:
             total = 0.0
             for step in range(steps_per_epoch):
                 callbacks.on_train_batch_begin(step)
-                try:
-                    loss = float(self._step(iterator))
-                except (tf.errors.OutOfRangeError, StopIteration):
-                    raise _ran_out(
-                        steps_per_epoch * (epochs - initial_epoch),
-                        (epoch - initial_epoch) * steps_per_epoch + step,
-                    ) from None
-                total += loss
+                total += self._take_step(
+                    iterator,
+                    steps_per_epoch * (epochs - initial_epoch),
+                    (epoch - initial_epoch) * steps_per_epoch + step,
+                )
                 logs = {"loss": total / (step + 1)}
                 callbacks.on_train_batch_end(step, logs)
                 if self.model.stop_training:

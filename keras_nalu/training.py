@@ -138,9 +138,12 @@ def fit(
     Returns:
         A `FitResult`.
     """
-    _callable("model_fn", model_fn)
-    _callable("data_fn", data_fn)
-    _callable("optimizer_fn", optimizer_fn)
+    for name, value in (
+        ("model_fn", model_fn),
+        ("data_fn", data_fn),
+        ("optimizer_fn", optimizer_fn),
+    ):
+        _validation.function(name, value)
     epochs = _validation.positive_int("epochs", epochs)
     steps_per_execution = _validation.positive_int(
         "steps_per_execution", steps_per_execution
@@ -234,11 +237,6 @@ def remove_checkpoint(checkpoint_dir):
         (folder / name).unlink(missing_ok=True)
     if folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
-
-
-def _callable(name, value):
-    if not callable(value):
-        raise _validation._invalid(name, "a function", value)
 
 
 def save_checkpoint(path, variables, state, *, config=None, arrays=None):

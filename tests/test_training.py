@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from keras_nalu import NALU, NAU, NMU
 from keras_nalu.distribute import Trainer
-from keras_nalu.training import FitResult, StopOnDivergence, fit
+from keras_nalu.training import fit
 
 LOOPS = ("fit", "custom")
 EPOCHS, STEPS, BATCH = 4, 5, 16
@@ -310,11 +310,6 @@ def test_invalid_arguments_raise(kwargs, name):
     model_fn, data_fn = arguments.pop("model_fn"), arguments.pop("data_fn")
     with pytest.raises(ValueError, match=f"`{name}`"):
         fit(model_fn, data_fn, **arguments)
-
-
-def test_stop_on_divergence_is_a_callback():
-    assert isinstance(StopOnDivergence(), keras.callbacks.Callback)
-    assert FitResult(None, {}, 0).divergence is None
 
 
 def test_a_list_of_one_loss_for_one_output_trains_alike_on_both_loops():

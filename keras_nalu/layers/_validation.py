@@ -30,6 +30,13 @@ def positive_int(name, value):
 FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32
 
 
+def function(name, value, expected="a function"):
+    """Returns `value`, or raises if it is not callable."""
+    if not callable(value):
+        raise _invalid(name, expected, value)
+    return value
+
+
 def non_negative_int(name, value):
     """Returns `value` as an `int`, or raises if it is not an integer >= 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:

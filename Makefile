@@ -1,5 +1,6 @@
 # Two commands for a fresh machine with python3 and make: `make demo`, `make test`.
 # Each creates .venv and installs the package with its dev extras when missing.
+# `make docs` builds the documentation site (site/) with warnings as errors.
 
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_BACKEND ?= tensorflow
 
-.PHONY: demo test lint format clean
+.PHONY: demo test docs lint format clean
 
 $(INSTALLED): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +23,9 @@ demo: $(INSTALLED)
 test: $(INSTALLED)
 	$(PY) -m pytest
 
+docs: $(INSTALLED)
+	$(PY) -m mkdocs build --strict --site-dir site
+
 lint: $(INSTALLED)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -31,4 +35,4 @@ format: $(INSTALLED)
 	$(PY) -m ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info site build dist

@@ -4,10 +4,13 @@
 for `keras.layers.RNN`; `NAU`, `NMU`, `INALU` and `NMRU` are the stabler,
 sign-aware and dividing units published since; `keras_nalu.ops` holds the
 math they share; `export_saved_model` writes a verified TensorFlow SavedModel;
-`keras_nalu.tasks` generates the paper's experiments.
+`keras_nalu.training.fit` trains resumably on any `tf.distribute` strategy.
+
+The experiments of the paper live in a separate package, `nalu_research`,
+which this library never imports.
 """
 
-from keras_nalu import initializers, ops, tasks
+from keras_nalu import initializers, ops
 from keras_nalu.export import export_saved_model
 from keras_nalu.layers import (
     INALU,
@@ -22,7 +25,7 @@ from keras_nalu.layers import (
     NALUCell,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ConfiguredNALU",
@@ -38,5 +41,4 @@ __all__ = [
     "export_saved_model",
     "initializers",
     "ops",
-    "tasks",
 ]

@@ -29,7 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_nalu.layers import _validation
+from keras_nalu import _validation
 
 STRATEGIES = ("default", "mirrored", "multi-worker")
 

@@ -31,8 +31,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_nalu import distribute
-from keras_nalu.layers import _validation
+from keras_nalu import _validation, distribute
 
 LOOPS = ("auto", "fit", "custom")
 _CHECKPOINT = "checkpoint.npz"

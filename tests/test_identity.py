@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from keras_nalu import NAC
-from keras_nalu.tasks.identity import (
+from nalu_research.layers import crelu
+from nalu_research.tasks.identity import (
     ACTIVATIONS,
     MODELS,
     PAPER_TABLE_5,
     TABLE_RANGE,
     absolute_errors,
-    crelu,
     figure_inputs,
     identity_batches,
     identity_model,

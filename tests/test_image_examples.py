@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_nalu.tasks import mnist
+from nalu_research.tasks import mnist
 from tests.test_export import serve_in_fresh_process
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -127,13 +127,7 @@ def test_program_evaluation_trains_prints_and_exports(tmp_path):
 
 
 def load_example(script):
-    # The examples import their shared helpers (`_arguments`) from their folder.
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))
-    spec = importlib.util.spec_from_file_location(script[:-3], EXAMPLES / script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"nalu_research.experiments.{script[:-3]}")
 
 
 @pytest.mark.parametrize(
@@ -164,7 +158,7 @@ def test_seeds_trained_side_by_side_match_a_seed_trained_alone():
     """number_translation trains a configuration's seeds in one model."""
     example = load_example("number_translation.py")
     args = example.parse_args(["--steps", "20", "--eval-every", "10"])
-    from keras_nalu.tasks.number_words import NumberWords
+    from nalu_research.tasks.number_words import NumberWords
 
     task = NumberWords(seed=0)
     data = {s: task.split(s)[1:] for s in ("train", "validation", "test")}

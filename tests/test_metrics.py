@@ -1,6 +1,6 @@
 import pytest
 
-from keras_nalu.tasks import (
+from nalu_research.tasks import (
     StaticArithmetic,
     mean_squared_error,
     paper_scale,

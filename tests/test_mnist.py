@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from keras_nalu.tasks import mnist
+from nalu_research.tasks import mnist
 
 
 @pytest.fixture(scope="module")

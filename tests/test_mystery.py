@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keras_nalu.tasks.mystery import MysteryArithmetic
+from nalu_research.tasks.mystery import MysteryArithmetic
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mystery_arithmetic.py"
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from keras_nalu.tasks.number_words import (
+from nalu_research.tasks.number_words import (
     VOCABULARY,
     NumberWords,
     encode,

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keras_nalu.tasks.program_evaluation import (
+from nalu_research.tasks.program_evaluation import (
     TOKENS,
     ProgramEvaluation,
     digit_accuracy,

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keras_nalu.tasks.recurrent_arithmetic import RecurrentArithmetic
+from nalu_research.tasks.recurrent_arithmetic import RecurrentArithmetic
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "recurrent_arithmetic.py"
 

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU
-from keras_nalu.tasks import StaticArithmetic
-from keras_nalu.tasks.seed_batched import (
+from nalu_research.seed_batched import (
     MODELS,
     UNIT_MODELS,
     StaticBenchmark,
@@ -16,6 +15,7 @@ from keras_nalu.tasks.seed_batched import (
     init_params,
     penalty,
 )
+from nalu_research.tasks import StaticArithmetic
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "examples" / "arithmetic_benchmark.py"
 

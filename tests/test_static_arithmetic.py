@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from keras_nalu.tasks import OPERATIONS, StaticArithmetic
-from keras_nalu.tasks.static_arithmetic import draw_uniform
+from nalu_research.tasks import OPERATIONS, StaticArithmetic
+from nalu_research.tasks.static_arithmetic import draw_uniform
 
 
 def test_slices_are_fixed_by_the_seed_and_follow_the_protocol():

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_nalu.layers import _validation
+from keras_nalu import _validation
 
 
 class RecurrentCellMixin:

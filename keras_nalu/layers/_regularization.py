@@ -10,8 +10,8 @@ training loop and after a restore from a checkpoint, with no callback.
 import keras
 from keras import ops
 
+from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
-from keras_nalu.layers import _validation
 
 
 class ClipAfter(keras.constraints.Constraint):

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
+from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
-from keras_nalu.layers import _validation
 from keras_nalu.layers._regularization import ClipAfter, ScheduledPenaltyMixin
 
 # The schedule of Madsen & Johansen (2020) for the static arithmetic task:

@@ -1,8 +1,8 @@
 import keras
 from keras import ops
 
+from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
-from keras_nalu.layers import _validation
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")

@@ -1,7 +1,7 @@
 import keras
 
+from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
-from keras_nalu.layers import _validation
 from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers.nac import NAC
 

@@ -23,10 +23,10 @@ from keras import ops
 from keras_nalu import ops as nalu_ops
 from keras_nalu import training
 from keras_nalu.initializers import NMUUniform
-from keras_nalu.layers import _validation
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
-from keras_nalu.tasks.metrics import paper_scale, sparsity_error, success_threshold
-from keras_nalu.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
+from nalu_research import _checks
+from nalu_research.tasks.metrics import paper_scale, sparsity_error, success_threshold
+from nalu_research.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
 
 HIDDEN = 2
 
@@ -217,9 +217,9 @@ def _schedule(value):
     ok = isinstance(value, (tuple, list)) and len(value) == 3
     if ok:
         try:
-            strength = _validation.non_negative_float("strength", value[0])
-            start = _validation.non_negative_int("start", value[1])
-            end = _validation.non_negative_int("end", value[2])
+            strength = _checks.non_negative_float("strength", value[0])
+            start = _checks.non_negative_int("start", value[1])
+            end = _checks.non_negative_int("end", value[2])
             ok = end >= start
         except ValueError:
             ok = False
@@ -289,15 +289,15 @@ class StaticBenchmark:
             **task_kwargs,
         }
         operations = [operations] if isinstance(operations, str) else list(operations)
-        seeds = [_validation.non_negative_int("seeds", s) for s in seeds]
+        seeds = [_checks.non_negative_int("seeds", s) for s in seeds]
         if not operations or not seeds:
             raise ValueError(
                 "Received no runs, expected at least one operation and one seed. "
                 f"Received: operations={operations}, seeds={seeds}"
             )
-        self.batch_size = _validation.positive_int("batch_size", batch_size)
-        self.learning_rate = _validation.positive_float("learning_rate", learning_rate)
-        eval_size = _validation.positive_int("eval_size", eval_size)
+        self.batch_size = _checks.positive_int("batch_size", batch_size)
+        self.learning_rate = _checks.positive_float("learning_rate", learning_rate)
+        eval_size = _checks.positive_int("eval_size", eval_size)
         if regularization == "default":
             regularization = SCHEDULES.get(model)
         self.regularization = (
@@ -439,8 +439,8 @@ class StaticBenchmark:
         sparsity error at every evaluation), `seconds` (training time, after
         compilation, including before a resume) and `ms_per_run_iteration`.
         """
-        iterations = _validation.positive_int("iterations", iterations)
-        eval_every = _validation.positive_int("eval_every", eval_every)
+        iterations = _checks.positive_int("iterations", iterations)
+        eval_every = _checks.positive_int("eval_every", eval_every)
         # Compile outside the timing, without taking a step.
         self._train.get_concrete_function(tf.TensorSpec([], tf.int64))
         history, seconds, done = [], 0.0, 0

@@ -9,8 +9,8 @@ products of inputs with different signs are negative, which the NALU's
 
 import numpy as np
 
-from keras_nalu.layers import _validation
-from keras_nalu.tasks.static_arithmetic import OPERATIONS, SYMBOLS, _range
+from nalu_research import _checks
+from nalu_research.tasks.static_arithmetic import OPERATIONS, SYMBOLS, check_range
 
 SPLITS = ("train", "test")
 
@@ -29,7 +29,7 @@ class MysteryArithmetic:
 
     Example:
 
-    >>> from keras_nalu.tasks.mystery import MysteryArithmetic
+    >>> from nalu_research.tasks.mystery import MysteryArithmetic
     >>> task = MysteryArithmetic(seed=0)
     >>> x, y = task.sample(5, "test", seed=1)
     >>> x.shape, y.shape
@@ -45,13 +45,13 @@ class MysteryArithmetic:
         test_range=(-50.0, 50.0),
         seed=0,
     ):
-        self.input_size = _validation.positive_int("input_size", input_size)
+        self.input_size = _checks.positive_int("input_size", input_size)
         if self.input_size < 2:
             raise ValueError(
                 "Received an invalid value for `input_size`, expected at least 2 "
                 f"(two distinct inputs per output). Received: input_size={input_size}"
             )
-        self.output_size = _validation.positive_int("output_size", output_size)
+        self.output_size = _checks.positive_int("output_size", output_size)
         operations = tuple(operations)
         if not operations or any(
             op not in ("add", "sub", "mul", "div") for op in operations
@@ -62,8 +62,8 @@ class MysteryArithmetic:
                 f"Received: operations={operations!r}"
             )
         self.operations = operations
-        self.train_range = _range("train_range", train_range)
-        self.test_range = _range("test_range", test_range)
+        self.train_range = check_range("train_range", train_range)
+        self.test_range = check_range("test_range", test_range)
         self.seed = seed
         rng = np.random.default_rng(seed)
         self.configuration = []
@@ -81,8 +81,8 @@ class MysteryArithmetic:
 
     def sample(self, n, split="train", seed=None):
         """`n` examples `(x, y)` of a split, float32, reproducible by `seed`."""
-        _validation.one_of("split", split, SPLITS)
-        n = _validation.positive_int("n", n)
+        _checks.one_of("split", split, SPLITS)
+        n = _checks.positive_int("n", n)
         low, high = self.train_range if split == "train" else self.test_range
         x = np.random.default_rng(seed).uniform(low, high, size=(n, self.input_size))
         return x.astype(np.float32), self.targets(x).astype(np.float32)

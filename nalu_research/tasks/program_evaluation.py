@@ -34,7 +34,7 @@ as a digit.
 
 import numpy as np
 
-from keras_nalu.layers import _validation
+from nalu_research import _checks
 
 TOKENS = (
     "SET", "ADD", "SUB", "IF_LT", "IF_GT",
@@ -134,7 +134,7 @@ class ProgramEvaluation:
 
     Example:
 
-    >>> from keras_nalu.tasks.program_evaluation import ProgramEvaluation
+    >>> from nalu_research.tasks.program_evaluation import ProgramEvaluation
     >>> generator = ProgramEvaluation("program")
     >>> x, y = generator.sample(3, "test", seed=0)
     >>> x.shape, y.shape
@@ -142,14 +142,14 @@ class ProgramEvaluation:
     """
 
     def __init__(self, task="program"):
-        self.task = _validation.one_of("task", task, TASKS)
+        self.task = _checks.one_of("task", task, TASKS)
         self.steps = 2 if task == "addition" else 5
 
     def programs(self, n, split="train", seed=None):
         """`n` programs `(tokens, values)`: a list of token tuples and an
         int64 array of values `(n, steps)`, integers of the split's range."""
-        _validation.one_of("split", split, tuple(SPLITS))
-        n = _validation.positive_int("n", n)
+        _checks.one_of("split", split, tuple(SPLITS))
+        n = _checks.positive_int("n", n)
         rng = np.random.default_rng(seed)
         low, high = SPLITS[split]
         values = rng.integers(low, high, size=(n, self.steps))

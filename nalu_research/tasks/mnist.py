@@ -18,7 +18,7 @@ the parity of the number of even digits (see `place_digits`).
 Example:
 
 >>> import numpy as np
->>> from keras_nalu.tasks import mnist
+>>> from nalu_research.tasks import mnist
 >>> images, labels = mnist.load_digit_images("digits", "test")
 >>> images.shape, labels.shape
 ((500, 8, 8, 1), (500,))
@@ -34,7 +34,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_nalu.layers import _validation
+from nalu_research import _checks
+from nalu_research.layers import ImageSequenceEncoder
 
 DATASETS = ("mnist", "digits")
 SPLITS = ("train", "test")
@@ -128,8 +129,8 @@ def load_digit_images(dataset="mnist", split="train", data_dir=None):
         FileNotFoundError: at once, when MNIST is not prepared in `data_dir`;
             the message says how to prepare it.
     """
-    _validation.one_of("dataset", dataset, DATASETS)
-    _validation.one_of("split", split, SPLITS)
+    _checks.one_of("dataset", dataset, DATASETS)
+    _checks.one_of("split", split, SPLITS)
     if dataset == "digits":
         return _load_sklearn_digits(split)
     return _load_tfds_mnist(split, data_dir)
@@ -192,9 +193,9 @@ def sample_sequences(num_images, n, length, seed=None):
     Each element is drawn independently and uniformly from `range(num_images)`
     (with replacement), reproducibly from `seed`.
     """
-    num_images = _validation.positive_int("num_images", num_images)
-    n = _validation.positive_int("n", n)
-    length = _validation.positive_int("length", length)
+    num_images = _checks.positive_int("num_images", num_images)
+    n = _checks.positive_int("n", n)
+    length = _checks.positive_int("length", length)
     rng = np.random.default_rng(seed)
     return rng.integers(0, num_images, size=(n, length), dtype=np.int64)
 
@@ -213,13 +214,13 @@ def sum_targets(digits):
 
 def sequence_targets(task, digits):
     """`count_targets` or `sum_targets` of `digits`, by `task`."""
-    _validation.one_of("task", task, SEQUENCE_TASKS)
+    _checks.one_of("task", task, SEQUENCE_TASKS)
     return count_targets(digits) if task == "count" else sum_targets(digits)
 
 
 def output_size(task):
     """Outputs of a model of `task`: 10 counts, or 1 sum."""
-    _validation.one_of("task", task, SEQUENCE_TASKS)
+    _checks.one_of("task", task, SEQUENCE_TASKS)
     return NUM_CLASSES if task == "count" else 1
 
 
@@ -230,7 +231,7 @@ def predicted_classes(task, predictions):
     the predicted sum rounded to the nearest integer. A prediction that is not
     finite (a diverged model) implies no class: -1.
     """
-    _validation.one_of("task", task, SEQUENCE_TASKS)
+    _checks.one_of("task", task, SEQUENCE_TASKS)
     predictions = np.asarray(predictions, dtype=np.float64)
     finite = np.all(np.isfinite(predictions), axis=-1)
     if task == "sum":
@@ -256,12 +257,12 @@ class DigitSequenceBatches(keras.utils.PyDataset):
     ):
         super().__init__()
         self.images, self.labels = images, np.asarray(labels)
-        self.task = _validation.one_of("task", task, SEQUENCE_TASKS)
-        self.batch_size = _validation.positive_int("batch_size", batch_size)
-        self.length = _validation.positive_int("length", length)
-        self.steps = _validation.positive_int("steps", steps)
+        self.task = _checks.one_of("task", task, SEQUENCE_TASKS)
+        self.batch_size = _checks.positive_int("batch_size", batch_size)
+        self.length = _checks.positive_int("length", length)
+        self.steps = _checks.positive_int("steps", steps)
         self.seed = seed
-        self.start = _validation.non_negative_int("start", start)
+        self.start = _checks.non_negative_int("start", start)
 
     def __len__(self):
         return self.steps
@@ -293,9 +294,9 @@ def place_digits(images, labels, n, canvas_size, max_digits=5, seed=None):
         `(n, max_digits)` padded with -1. `parity_targets(digits)` gives the
         labels.
     """
-    n = _validation.positive_int("n", n)
-    max_digits = _validation.non_negative_int("max_digits", max_digits)
-    canvas_size = _validation.positive_int("canvas_size", canvas_size)
+    n = _checks.positive_int("n", n)
+    max_digits = _checks.non_negative_int("max_digits", max_digits)
+    canvas_size = _checks.positive_int("canvas_size", canvas_size)
     height, width = images.shape[1:3]
     if canvas_size < max(height, width) * max(1, int(np.ceil(np.sqrt(max_digits)))):
         raise ValueError(
@@ -370,7 +371,7 @@ def digit_encoder(image_shape, features=128, dropout=True):
     0.25, a dense layer of `features` units (ReLU) and dropout 0.5 (the two
     dropout layers only with `dropout=True`).
     """
-    dropout = _validation.boolean("dropout", dropout)
+    dropout = _checks.boolean("dropout", dropout)
     layers = [
         keras.Input(tuple(image_shape)),
         keras.layers.Conv2D(32, 3, activation="relu"),
@@ -394,9 +395,9 @@ def recurrent_head(kind, task, features=128, hidden=32):
     """
     from keras_nalu.layers import NACCell, NALUCell
 
-    _validation.one_of("kind", kind, tuple(RECURRENT_MODELS))
+    _checks.one_of("kind", kind, tuple(RECURRENT_MODELS))
     units = output_size(task)
-    hidden = _validation.positive_int("hidden", hidden)
+    hidden = _checks.positive_int("hidden", hidden)
     inputs = keras.Input((None, features), name="features")
     if kind in ("nac", "nalu"):
         cell = NACCell(units) if kind == "nac" else NALUCell(units)
@@ -410,39 +411,6 @@ def recurrent_head(kind, task, features=128, hidden=32):
         }[kind]()
         outputs = keras.layers.Dense(units)(recurrent(inputs))
     return keras.Model(inputs, outputs, name=f"{kind}_head")
-
-
-@keras.saving.register_keras_serializable(package="keras_nalu")
-class ImageSequenceEncoder(keras.layers.Layer):
-    """Applies an image `encoder` to every image of a sequence of any length.
-
-    `(batch, steps, h, w, c)` -> `(batch, steps, features)`, by folding the
-    steps into the batch (unlike `keras.layers.TimeDistributed`, which
-    unrolls a Python loop over a known number of steps).
-    """
-
-    def __init__(self, encoder, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(encoder, dict):
-            encoder = keras.saving.deserialize_keras_object(encoder)
-        self.encoder = encoder
-
-    def build(self, input_shape):
-        self.encoder.build((None,) + tuple(input_shape)[2:])
-
-    def call(self, inputs, training=None):
-        shape = keras.ops.shape(inputs)
-        flat = keras.ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
-        features = self.encoder(flat, training=training)
-        return keras.ops.reshape(features, (shape[0], shape[1], features.shape[-1]))
-
-    def compute_output_shape(self, input_shape):
-        features = self.encoder.compute_output_shape((None,) + tuple(input_shape)[2:])
-        return tuple(input_shape)[:2] + (features[-1],)
-
-    def get_config(self):
-        config = {"encoder": keras.saving.serialize_keras_object(self.encoder)}
-        return {**super().get_config(), **config}
 
 
 def sequence_model(kind, task, image_shape, hidden=32, features=128, dropout=True):
@@ -470,7 +438,7 @@ def parity_model(variant, canvas_shape, features=128, filters=(32, 64, 64)):
     """
     from keras_nalu.layers import ConstrainedDense
 
-    _validation.one_of("variant", variant, tuple(ABLATION_VARIANTS))
+    _checks.one_of("variant", variant, tuple(ABLATION_VARIANTS))
     layers = [keras.Input(tuple(canvas_shape), name="canvas")]
     for width in filters:
         layers += [

@@ -16,7 +16,7 @@ hyphens, as in the paper's Figure 3 ("three hundred and thirty four",
 
 import numpy as np
 
-from keras_nalu.layers import _validation
+from nalu_research import _checks
 
 ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve "
@@ -186,7 +186,7 @@ class NumberWords:
 
     Example:
 
-    >>> from keras_nalu.tasks.number_words import NumberWords
+    >>> from nalu_research.tasks.number_words import NumberWords
     >>> task = NumberWords(seed=0)
     >>> texts, ids, y = task.split("train")
     >>> texts[15], ids.shape, y.shape
@@ -194,7 +194,7 @@ class NumberWords:
     """
 
     def __init__(self, seed=0):
-        self.seed = _validation.non_negative_int("seed", seed)
+        self.seed = _checks.non_negative_int("seed", seed)
         self.numbers = split_numbers(self.seed)
         self.max_length = max(
             len(number_to_words(n).split()) for n in range(LARGEST + 1)
@@ -202,7 +202,7 @@ class NumberWords:
 
     def split(self, name):
         """`(texts, token ids, targets)` of split `name`; targets are float32."""
-        _validation.one_of("name", name, tuple(SPLIT_SIZES))
+        _checks.one_of("name", name, tuple(SPLIT_SIZES))
         numbers = self.numbers[name]
         texts = [number_to_words(n) for n in numbers]
         return texts, encode(texts, self.max_length), numbers.astype(np.float32)

@@ -4,7 +4,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from keras_nalu.tasks.static_arithmetic import OPERATIONS, draw_uniform
+from nalu_research.tasks.static_arithmetic import OPERATIONS, draw_uniform
 
 
 def mean_squared_error(y_true, y_pred):
@@ -46,7 +46,7 @@ def success_threshold(task, epsilon=1e-5, samples=1_000_000, seed=0):
 
     Example:
 
-    >>> from keras_nalu.tasks import StaticArithmetic, success_threshold
+    >>> from nalu_research.tasks import StaticArithmetic, success_threshold
     >>> round(success_threshold(StaticArithmetic("mul"), samples=10_000), 2)
     0.16
     """

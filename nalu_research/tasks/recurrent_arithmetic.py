@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from keras_nalu.layers import _validation
-from keras_nalu.tasks.static_arithmetic import StaticArithmetic, _FreshBatches
+from nalu_research import _checks
+from nalu_research.tasks.static_arithmetic import FreshBatches, StaticArithmetic
 
 SPLITS = ("train", "interpolation", "extrapolation")
 
@@ -45,7 +45,7 @@ class RecurrentArithmetic:
 
     Example:
 
-    >>> from keras_nalu.tasks.recurrent_arithmetic import RecurrentArithmetic
+    >>> from nalu_research.tasks.recurrent_arithmetic import RecurrentArithmetic
     >>> task = RecurrentArithmetic("add", seed=0)
     >>> x, y = task.sample(3, "extrapolation", seed=1)
     >>> x.shape, y.shape
@@ -75,8 +75,8 @@ class RecurrentArithmetic:
         self.operation, self.input_size = operation, self.static.input_size
         self.a_slice, self.b_slice = self.static.a_slice, self.static.b_slice
         self.value_range = self.static.interpolation_range
-        self.train_length = _validation.positive_int("train_length", train_length)
-        self.extrapolation_length = _validation.positive_int(
+        self.train_length = _checks.positive_int("train_length", train_length)
+        self.extrapolation_length = _checks.positive_int(
             "extrapolation_length", extrapolation_length
         )
         self.seed = seed
@@ -87,8 +87,8 @@ class RecurrentArithmetic:
 
     def sample(self, n, split="train", seed=None):
         """`n` sequences `(x, y)` of a split, float32, reproducible by `seed`."""
-        _validation.one_of("split", split, SPLITS)
-        n = _validation.positive_int("n", n)
+        _checks.one_of("split", split, SPLITS)
+        n = _checks.positive_int("n", n)
         steps = (
             self.extrapolation_length
             if split == "extrapolation"
@@ -106,4 +106,4 @@ class RecurrentArithmetic:
         chunks (`start=0`, then `start=steps`, ...) sees the batches of one
         long run. Pass it to `model.fit(..., shuffle=False)`.
         """
-        return _FreshBatches(self, batch_size, steps, seed, start)
+        return FreshBatches(self, batch_size, steps, seed, start)

@@ -18,7 +18,7 @@ in the paper's Table 6, not Table 5). Weights start from Keras's defaults
 
 Example:
 
->>> from keras_nalu.tasks.identity import identity_batches, identity_model
+>>> from nalu_research.tasks.identity import identity_batches, identity_model
 >>> model = identity_model("ReLU6")
 >>> x, y = identity_batches(steps=10, batch_size=4, seed=0)
 >>> x.shape, bool((x == y).all()), bool((abs(x) <= 5).all())
@@ -31,27 +31,13 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_nalu.layers import _validation
 from keras_nalu.layers.nac import NAC
+from nalu_research import _checks
+from nalu_research.layers import CReLU, leaky_relu, threshold
 
 TRAIN_RANGE = (-5.0, 5.0)
 FIGURE_RANGE = (-20.0, 20.0)
 TABLE_RANGE = (-1000, 1000)  # integers, both ends included
-
-
-def threshold(x):
-    """`x if x > 0.1 else 20`, PyTorch's `nn.Threshold(0.1, 20)`."""
-    return ops.threshold(x, 0.1, 20.0)
-
-
-def leaky_relu(x):
-    """`x if x > 0 else 0.01 * x`, PyTorch's default `nn.LeakyReLU`."""
-    return ops.leaky_relu(x, negative_slope=0.01)
-
-
-def crelu(x):
-    """`concat(relu(x), relu(-x))` on the last axis, which doubles it."""
-    return ops.concatenate([ops.relu(x), ops.relu(-x)], axis=-1)
 
 
 # Element-wise activations, in the order of the paper's Table 5.
@@ -98,17 +84,6 @@ PAPER_TABLE_5 = {
 }
 
 
-class _CReLU(keras.layers.Layer):
-    """`crelu` as a layer: the output's last axis is twice the input's."""
-
-    def call(self, inputs):
-        return crelu(inputs)
-
-    def compute_output_shape(self, input_shape):
-        last = None if input_shape[-1] is None else 2 * input_shape[-1]
-        return (*input_shape[:-1], last)
-
-
 def identity_model(name, hidden=8, depth=3):
     """The autoencoder of Figure 1 and Table 5 for one of `MODELS`.
 
@@ -131,8 +106,8 @@ def identity_model(name, hidden=8, depth=3):
             f"Received an invalid value for `name`, expected one of {MODELS}. "
             f"Received: name={name!r}"
         )
-    hidden = _validation.positive_int("hidden", hidden)
-    depth = _validation.positive_int("depth", depth)
+    hidden = _checks.positive_int("hidden", hidden)
+    depth = _checks.positive_int("depth", depth)
     layers = [keras.Input((1,), name="x")]
     if name == "NAC":
         layers += [NAC(hidden) for _ in range(depth)] + [NAC(1)]
@@ -147,7 +122,7 @@ def identity_model(name, hidden=8, depth=3):
                     )
                 )
             elif name == "CReLU":
-                layers.append(_CReLU())
+                layers.append(CReLU())
         layers.append(keras.layers.Dense(1))
     return keras.Sequential(layers, name=f"identity_{name.lower()}")
 
@@ -160,8 +135,8 @@ def identity_batches(steps, batch_size=128, seed=0, value_range=TRAIN_RANGE):
     `model.fit(x, y, batch_size=batch_size, shuffle=False)`: one epoch is
     `steps` steps, each on examples no other step sees.
     """
-    steps = _validation.positive_int("steps", steps)
-    batch_size = _validation.positive_int("batch_size", batch_size)
+    steps = _checks.positive_int("steps", steps)
+    batch_size = _checks.positive_int("batch_size", batch_size)
     low, high = value_range
     rng = np.random.default_rng(seed)
     x = rng.uniform(low, high, size=(steps * batch_size, 1)).astype(np.float32)
@@ -170,7 +145,7 @@ def identity_batches(steps, batch_size=128, seed=0, value_range=TRAIN_RANGE):
 
 def figure_inputs(points=401, value_range=FIGURE_RANGE):
     """The inputs of Figure 1: `points` evenly spaced values, shape `(points, 1)`."""
-    points = _validation.positive_int("points", points)
+    points = _checks.positive_int("points", points)
     return np.linspace(*value_range, points, dtype=np.float32)[:, None]
 
 

@@ -6,7 +6,7 @@ import numbers
 import keras
 import numpy as np
 
-from keras_nalu.layers import _validation
+from nalu_research import _checks
 
 OPERATIONS = {
     "add": lambda a, b: a + b,
@@ -73,7 +73,7 @@ class StaticArithmetic:
 
     Example:
 
-    >>> from keras_nalu.tasks import StaticArithmetic
+    >>> from nalu_research.tasks import StaticArithmetic
     >>> task = StaticArithmetic("mul", seed=0)
     >>> x, y = task.sample(4, "extrapolation", seed=1)
     >>> x.shape, y.shape
@@ -90,12 +90,14 @@ class StaticArithmetic:
         extrapolation_range=(2.0, 6.0),
         seed=0,
     ):
-        self.operation = _validation.one_of("operation", operation, OPERATIONS)
-        self.input_size = _validation.positive_int("input_size", input_size)
+        self.operation = _checks.one_of("operation", operation, OPERATIONS)
+        self.input_size = _checks.positive_int("input_size", input_size)
         self.subset_ratio = _fraction("subset_ratio", subset_ratio, low=0.0)
         self.overlap_ratio = _fraction("overlap_ratio", overlap_ratio)
-        self.interpolation_range = _range("interpolation_range", interpolation_range)
-        self.extrapolation_range = _range(
+        self.interpolation_range = check_range(
+            "interpolation_range", interpolation_range
+        )
+        self.extrapolation_range = check_range(
             "extrapolation_range", extrapolation_range, union=True
         )
         self.seed = seed
@@ -127,8 +129,8 @@ class StaticArithmetic:
         "train" and "interpolation" draw from `interpolation_range`,
         "extrapolation" from `extrapolation_range`.
         """
-        _validation.one_of("split", split, SPLITS)
-        n = _validation.positive_int("n", n)
+        _checks.one_of("split", split, SPLITS)
+        n = _checks.positive_int("n", n)
         value_range = (
             self.extrapolation_range
             if split == "extrapolation"
@@ -147,17 +149,17 @@ class StaticArithmetic:
         Pass it to `model.fit(..., shuffle=False)`: by default Keras shuffles
         the order of a dataset's batches with Python's global `random`.
         """
-        return _FreshBatches(self, batch_size, steps, seed, start)
+        return FreshBatches(self, batch_size, steps, seed, start)
 
 
-class _FreshBatches(keras.utils.PyDataset):
+class FreshBatches(keras.utils.PyDataset):
     def __init__(self, task, batch_size, steps, seed, start=0):
         super().__init__()
         self.task = task
-        self.batch_size = _validation.positive_int("batch_size", batch_size)
-        self.steps = _validation.positive_int("steps", steps)
+        self.batch_size = _checks.positive_int("batch_size", batch_size)
+        self.steps = _checks.positive_int("steps", steps)
         self.seed = seed
-        self.start = _validation.non_negative_int("start", start)
+        self.start = _checks.non_negative_int("start", start)
 
     def __len__(self):
         return self.steps
@@ -189,7 +191,7 @@ def _is_interval(value):
     return pair and value[0] < value[1]
 
 
-def _range(name, value, union=False):
+def check_range(name, value, union=False):
     """`value` as `(low, high)`; with `union`, also a sequence of disjoint
     intervals `((low, high), ...)`, returned sorted."""
     if _is_interval(value):

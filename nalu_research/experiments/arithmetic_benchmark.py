@@ -1,0 +1,386 @@
+"""Benchmark: the static arithmetic task over many seeds, measured two ways.
+
+Every (operation, seed) is a run of its own (the seed fixes the slices, the
+initial weights and the batches), and all runs of one model train in a single
+compiled program (`nalu_research.seed_batched`). The protocol is Madsen &
+Johansen's (2020): x in R^100, slices of 25 overlapping in 12, train and
+interpolate on U[1, 2], extrapolate on U[2, 6], fresh batches of 128, Adam lr
+1e-3. For each run the evaluation with the lowest interpolation MSE is kept.
+
+Reported: the paper's scale (test MSE relative to the run's own random
+initialization, x100; median over seeds, the paper's Table 1 beside it), the
+success rate by the strict criterion (extrapolation MSE below that of a solution
+whose weights are off by 1e-5, simulated) with its Wilson 95% interval, the
+median iteration at which extrapolation was first solved, and the training
+speed in ms per run-iteration.
+
+Each model's runs are checkpointed after every evaluation (`--checkpoint-dir`);
+run the same command again after an interruption and it resumes, with the
+results of an uninterrupted run. The runs are independent, so
+`--strategy multi-worker` splits the seeds over the hosts of `TF_CONFIG` (seed
+`s` trains on worker `s mod n`) and gathers their results on every worker with
+a collective, without a shared filesystem; the chief writes them. On one host
+the runs of a model are one batched graph that already uses every core, so
+`--strategy mirrored` trains them as `default` does.
+
+    python examples/arithmetic_benchmark.py --quick
+    python examples/arithmetic_benchmark.py --seeds 25 --iterations 50000
+    python examples/arithmetic_benchmark.py --from-json a.json b.json  # merged
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from keras_nalu.distribute import gather_json, worker_index  # noqa: E402
+from nalu_research.cli import add_training_arguments, create_strategy  # noqa: E402
+from nalu_research.seed_batched import MODELS, StaticBenchmark  # noqa: E402
+from nalu_research.tasks import (  # noqa: E402
+    OPERATIONS,
+    PAPER_TABLE_1,
+    SYMBOLS,
+    wilson_interval,
+)
+
+QUICK = {
+    "operations": list(OPERATIONS),
+    "models": ["linear", "relu6", "nac", "nalu"],
+    "seeds": 5,
+    "iterations": 20_000,
+}
+NAMES = {
+    "linear": "Linear",
+    "relu6": "ReLU6",
+    "nac": "NAC",
+    "nalu": "NALU",
+    "nau": "NAU",
+    "nmu": "NAU-NMU",
+    "nmru": "NAU-NMRU",
+    "inalu": "iNALU",
+}
+# --signed: inputs of both signs, extrapolation on both sides of the training range.
+SIGNED = {
+    "interpolation_range": (-2.0, 2.0),
+    "extrapolation_range": ((-6.0, -2.0), (2.0, 6.0)),
+}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS))
+    parser.add_argument("--models", nargs="+", choices=list(MODELS))
+    parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 25)")
+    parser.add_argument("--iterations", type=int, help="default 50,000")
+    parser.add_argument("--eval-every", type=int, default=1000)
+    parser.add_argument("--eval-size", type=int, default=10_000)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="all operations; Linear, ReLU6, NAC, NALU; 5 seeds; 20,000 iterations",
+    )
+    parser.add_argument(
+        "--learning-rate", type=float, default=1e-3, help="Adam's (default 1e-3)"
+    )
+    parser.add_argument(
+        "--regularization",
+        nargs=3,
+        type=float,
+        metavar=("STRENGTH", "START", "END"),
+        help="the units' penalty schedule (default: the layers' defaults)",
+    )
+    parser.add_argument(
+        "--nmu-center",
+        type=float,
+        default=0.5,
+        help="center of the NMU/NMRU initial weights (default 0.5, M&J's)",
+    )
+    parser.add_argument(
+        "--signed",
+        action="store_true",
+        help="train on U[-2, 2], extrapolate on U[-6, -2] u U[2, 6]",
+    )
+    parser.add_argument(
+        "--json", help="default results/arithmetic_benchmark[_signed].json"
+    )
+    parser.add_argument(
+        "--png", help="default results/arithmetic_benchmark[_signed].png"
+    )
+    add_training_arguments(parser, "arithmetic_benchmark")
+    parser.add_argument(
+        "--from-json",
+        nargs="+",
+        help="print the tables and plot of saved runs instead of training "
+        "(several files are merged: e.g. one per model)",
+    )
+    args = parser.parse_args(argv)
+    if args.from_json:
+        saved = load_saved(args.from_json, parser)
+        for name in ("operations", "models", "seeds", "iterations", "signed"):
+            setattr(args, name, saved["arguments"][name])
+        args.saved = saved
+        args.png = args.png or "results/arithmetic_benchmark_from_json.png"
+        return args
+    stem = "results/arithmetic_benchmark" + ("_signed" if args.signed else "")
+    args.json = args.json or f"{stem}.json"
+    args.png = args.png or f"{stem}.png"
+    if not 0.25 <= args.nmu_center <= 0.75:
+        parser.error("--nmu-center must be in [0.25, 0.75]")
+    if not args.learning_rate > 0:
+        parser.error("--learning-rate must be a positive number")
+    if args.regularization is not None:
+        strength, start, end = args.regularization
+        if not (strength >= 0 and 0 <= start <= end and start == int(start)
+                and end == int(end)):  # fmt: skip
+            parser.error(
+                "--regularization expects STRENGTH >= 0 and integer steps "
+                "0 <= START <= END"
+            )
+        args.regularization = [strength, int(start), int(end)]
+    defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    for name in ("seeds", "iterations", "eval_every", "eval_size"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    return args
+
+
+def load_saved(paths, parser):
+    """The saved runs of `paths` merged into one result (models side by side)."""
+    merged = None
+    for path in paths:
+        saved = json.loads(Path(path).read_text())
+        saved["arguments"].setdefault("signed", False)
+        if merged is None:
+            merged = saved
+            continue
+        ours, theirs = merged["arguments"], saved["arguments"]
+        for name in ("seeds", "iterations", "signed"):
+            if ours[name] != theirs[name]:
+                parser.error(
+                    f"--from-json files differ in {name}: {ours[name]} in "
+                    f"{paths[0]}, {theirs[name]} in {path}"
+                )
+        ours["models"] += [m for m in theirs["models"] if m not in ours["models"]]
+        ours["operations"] += [
+            op for op in theirs["operations"] if op not in ours["operations"]
+        ]
+        merged["runs"] += saved["runs"]
+        merged["ms_per_run_iteration"].update(saved["ms_per_run_iteration"])
+        merged["wall_seconds"] += saved["wall_seconds"]
+    return merged
+
+
+def save(path, args, speed, seconds, results):
+    """Writes the results so far, replacing `path` only once fully written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    arguments = {
+        k: v
+        for k, v in vars(args).items()
+        if k not in ("saved", "checkpoint_dir", "strategy")
+    }
+    arguments["models"] = list(speed)  # the models finished so far
+    with open(partial, "w") as f:
+        json.dump(
+            {"arguments": arguments, "ms_per_run_iteration": speed,
+             "wall_seconds": seconds, "runs": results},
+            f, indent=1,
+        )  # fmt: skip
+    partial.replace(path)
+
+
+def cell(value):
+    return "nan" if value is None or not np.isfinite(value) else f"{value:.3g}"
+
+
+def tables(results, args):
+    """The markdown tables, as a list of lines."""
+    by = {}
+    for r in results:
+        by.setdefault((r["operation"], r["model"]), []).append(r)
+
+    def table(title, cell_of):
+        lines = ["", title, ""]
+        lines.append(
+            "| op | " + " | ".join(NAMES.get(m, m) for m in args.models) + " |"
+        )
+        lines.append("|---" * (len(args.models) + 1) + "|")
+        for op in args.operations:
+            cells = [cell_of(by[op, m], op, m) for m in args.models]
+            lines.append(f"| {SYMBOLS[op]} | " + " | ".join(cells) + " |")
+        return lines
+
+    def paper_scale(split, index):
+        def cell_of(runs, op, model):
+            paper = None if args.signed else PAPER_TABLE_1.get(model, {}).get(op)
+            ours = cell(np.median([r[f"{split}_paper"] for r in runs]))
+            return ours + (f" ({paper[index]})" if paper else "")
+
+        return cell_of
+
+    def success(runs, op, model):
+        wins = sum(r["success"] for r in runs)
+        low, high = wilson_interval(wins, len(runs))
+        return f"{wins}/{len(runs)} [{low:.2f}, {high:.2f}]"
+
+    def solved_at(runs, op, model):
+        solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
+        sparsity = [r["sparsity_error"] for r in runs]
+        text = f"{int(np.median(solved))}" if solved else "-"
+        if None not in sparsity:
+            text += f", sparsity {np.median(sparsity):.2g}"
+        return text
+
+    lines = []
+    for index, split in enumerate(("interpolation", "extrapolation")):
+        lines += table(
+            f"Median {split} error on the paper's scale (paper's Table 1 in "
+            "brackets; 0 is exact, 100 is the random initialization):",
+            paper_scale(split, index),
+        )
+    lines += table(
+        "Success rate by the strict criterion, with its Wilson 95% interval:", success
+    )
+    lines += table(
+        "Median iteration at which extrapolation was first solved (among the "
+        "runs that solved it), and the median sparsity error "
+        "max(min(|W|, |1 - |W||)) of the first layer (NAC, NALU, NAU):",
+        solved_at,
+    )
+    return lines
+
+
+def plot(results, args):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    width = 0.8 / len(args.models)
+    for j, m in enumerate(args.models):
+        rates, errors = [], [[], []]
+        for op in args.operations:
+            runs = [r for r in results if r["model"] == m and r["operation"] == op]
+            wins = sum(r["success"] for r in runs)
+            low, high = wilson_interval(wins, len(runs))
+            rates.append(wins / len(runs))
+            errors[0].append(max(0.0, rates[-1] - low))
+            errors[1].append(max(0.0, high - rates[-1]))
+        x = np.arange(len(args.operations)) + j * width
+        ax.bar(x, rates, width, yerr=errors, capsize=2, label=NAMES.get(m, m))
+    ax.set_xticks(np.arange(len(args.operations)) + width * (len(args.models) - 1) / 2)
+    ax.set_xticklabels([SYMBOLS[op] for op in args.operations])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("success rate")
+    ax.set_title(
+        f"Static task{' (signed inputs)' if args.signed else ''}, {args.seeds} "
+        f"seeds, {args.iterations} iterations (strict criterion, Wilson 95%)",
+        fontsize=9,
+    )
+    ax.legend(fontsize=8, ncol=len(args.models))
+    fig.tight_layout()
+    Path(args.png).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.png, dpi=100)
+
+
+def report(results, speed, seconds, args):
+    print("\n".join(tables(results, args)))
+    print(
+        "\nms per run-iteration (batch 128, all runs of a model in one program): "
+        + ", ".join(f"{NAMES.get(m, m)} {v:.4f}" for m, v in speed.items())
+    )
+    print(f"Wall time: {seconds:.0f} s.")
+    plot(results, args)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.from_json:
+        saved = args.saved
+        report(
+            saved["runs"], saved["ms_per_run_iteration"], saved["wall_seconds"], args
+        )
+        print(f"Wrote {args.png}.")
+        return
+    strategy = create_strategy(args)
+    worker, workers = worker_index(strategy)
+    seeds = range(worker, args.seeds, workers)  # this worker's share
+    if not seeds:
+        sys.exit(
+            f"--seeds {args.seeds} leaves worker {worker} of {workers} no seed: "
+            f"expected at least {workers} seeds"
+        )
+    chief = worker == 0
+    start = time.perf_counter()
+    results, speed, checkpoints = [], {}, []
+    for model in args.models:
+        bench = StaticBenchmark(
+            model,
+            args.operations,
+            seeds,
+            learning_rate=args.learning_rate,
+            eval_size=args.eval_size,
+            regularization=args.regularization or "default",
+            nmu_center=args.nmu_center,
+            **(SIGNED if args.signed else {}),
+        )
+        print(
+            f"{NAMES.get(model, model)}: {len(bench.runs)} runs "
+            f"({len(args.operations)} operations x {len(seeds)} seeds"
+            + (f" of {args.seeds}, worker {worker} of {workers}" if workers > 1 else "")
+            + f"), {args.iterations} iterations",
+            flush=True,
+        )
+        part = f"-worker{worker}of{workers}" if workers > 1 else ""
+        checkpoint = args.checkpoint_dir / f"{model}{part}.npz"
+        checkpoints.append(checkpoint)
+        run = bench.run(
+            args.iterations, eval_every=args.eval_every, checkpoint=checkpoint
+        )
+        print(
+            f"  {run['seconds']:.0f} s of training, "
+            f"{run['ms_per_run_iteration']:.4f} ms per run-iteration",
+            flush=True,
+        )
+        # Every worker's runs and speed (a collective: each worker calls it).
+        shares = gather_json(
+            {
+                "runs": bench.summarize(run["history"]),
+                "ms": run["ms_per_run_iteration"],
+            },
+            strategy,
+        )
+        order = {op: i for i, op in enumerate(args.operations)}
+        results += sorted(
+            (r for share in shares for r in share["runs"]),
+            key=lambda r: (order[r["operation"]], r["seed"]),
+        )
+        speed[model] = float(np.mean([share["ms"] for share in shares]))
+        if chief:  # after every model: an interrupted benchmark keeps it
+            save(args.json, args, speed, time.perf_counter() - start, results)
+    seconds = time.perf_counter() - start
+    for checkpoint in checkpoints:  # done: no longer needed
+        checkpoint.unlink(missing_ok=True)
+    if args.checkpoint_dir.is_dir() and not any(args.checkpoint_dir.iterdir()):
+        args.checkpoint_dir.rmdir()
+    if not chief:
+        return
+    report(results, speed, seconds, args)
+    save(args.json, args, speed, seconds, results)
+    print(f"Wrote {args.json} and {args.png}.")
+
+
+if __name__ == "__main__":
+    main()

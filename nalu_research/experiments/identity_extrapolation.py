@@ -1,0 +1,353 @@
+"""Identity extrapolation (Trask et al. 2018, Section 1.1, Figure 1, Table 5).
+
+Autoencoders map a scalar to itself: 3 hidden layers of 8 units with one
+activation of the paper's Table 5 (plus CReLU), then a linear output, or 3
+hidden NAC layers of 8 then a NAC of 1. Each trains 10,000 steps at learning
+rate 0.01 on the squared error, on fresh batches of 128 inputs from U[-5, 5]
+(the paper gives neither optimizer nor batch size), once per seed; the seed
+fixes both the initial weights (keras.utils.set_random_seed) and the data, so
+every model sees the same inputs for a given seed. Each model is then tested on
+the integers -1000..1000 (Table 5: mean absolute error, 500 is the error of
+predicting 0) and on [-20, 20] (Figure 1: absolute error against the input,
+averaged over seeds).
+
+The optimizer is Adam with the AMSGrad correction (Keras's
+`Adam(0.01, amsgrad=True)`). Plain Adam at this learning rate is unstable once
+a model has solved the task: its gradients vanish, its second-moment estimate
+decays, and a tiny gradient then moves the weights by a full step. Measured
+every 1,000 steps, the linear model's error on -1000..1000 sat at 3e-5 (the
+float32 rounding of the inputs) and jumped to 0.6-3.8 at random checkpoints,
+the NAC's to 0.03-0.8, so the weights at step 10,000 are a random draw near
+such a spike. With AMSGrad, which keeps the largest second moment, both stayed
+at their floor (3e-5 and 1e-5) at every checkpoint (seeds 1 and 2 measured).
+`--optimizer adam` runs plain Adam.
+
+Each run is checkpointed every `--checkpoint-every` steps; run the same command
+again after an interruption and every run resumes where it stopped, ending with
+the weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains
+on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
+
+    python examples/identity_extrapolation.py              # 3 seeds, about 4 min
+    python examples/identity_extrapolation.py --quick      # 1 seed, 300 steps
+    python examples/identity_extrapolation.py --models ReLU NAC --seeds 10
+"""
+
+import argparse
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from keras_nalu.distribute import is_chief  # noqa: E402
+from keras_nalu.training import fit  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    mean_over_steps,
+    report,
+    stream_epochs,
+)
+from nalu_research.tasks.identity import (  # noqa: E402
+    FIGURE_RANGE,
+    MODELS,
+    PAPER_TABLE_5,
+    TABLE_RANGE,
+    TRAIN_RANGE,
+    absolute_errors,
+    figure_inputs,
+    identity_batches,
+    identity_model,
+    table_inputs,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = {"seeds": 1, "steps": 300}
+OPTIMIZER_NAMES = {"amsgrad": "Adam (AMSGrad)", "adam": "Adam"}
+# The arguments that change a run's training: a checkpoint resumes only with them.
+TRAINING_ARGUMENTS = (
+    "steps",
+    "batch_size",
+    "learning_rate",
+    "optimizer",
+    "checkpoint_every",
+)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="models per architecture (seeds 1..N)"
+    )
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--learning-rate", type=float, default=1e-2)
+    parser.add_argument(
+        "--optimizer",
+        default="amsgrad",
+        choices=("amsgrad", "adam"),
+        help="Adam with or without the AMSGrad correction (default: amsgrad)",
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=list(MODELS),
+        choices=list(MODELS),
+        metavar="MODEL",
+        help=f"which models to train (default: all of {', '.join(MODELS)})",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a smoke run: {QUICK['seeds']} seed, {QUICK['steps']} steps",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "docs" / "identity_extrapolation.png",
+        help="the Figure 1 plot (PNG)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=ROOT / "results" / "identity_extrapolation.json",
+        help="every run's errors and settings",
+    )
+    add_training_arguments(parser, "identity_extrapolation", checkpoint_every=1000)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.steps = QUICK["seeds"], QUICK["steps"]
+    for name in ("seeds", "steps", "batch_size"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    if not args.learning_rate > 0:
+        parser.error("--learning-rate must be greater than 0")
+    return args
+
+
+def run(name, seed, args, test_sets, strategy, checkpoint_dir):
+    """Trains one model from `seed` and returns its errors on `test_sets` and
+    the `training.fit` result (resumed from `checkpoint_dir` when it holds one).
+    """
+    start = time.perf_counter()
+    x, y = identity_batches(args.steps, args.batch_size, seed=seed)
+    size = args.batch_size
+
+    def slice_of(steps, start):  # the run's one stream, from step `start`
+        part = slice(start * size, (start + steps) * size)
+        return tf.data.Dataset.from_tensor_slices((x[part], y[part])).batch(size)
+
+    epochs, batches = stream_epochs(args, slice_of)
+
+    keras.utils.set_random_seed(seed)
+    result = fit(
+        lambda: identity_model(name),
+        batches,
+        loss="mse",
+        optimizer_fn=lambda: keras.optimizers.Adam(
+            args.learning_rate, amsgrad=args.optimizer == "amsgrad"
+        ),
+        epochs=epochs,
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={
+            "model": name,
+            "seed": seed,
+            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+        },
+        steps_per_execution=min(100, args.steps, args.checkpoint_every),
+        verbose=0,
+    )
+    model = result.model
+    errors = {split: absolute_errors(model, x) for split, x in test_sets.items()}
+    return {
+        "model": name,
+        "seed": seed,
+        "table_mae": float(np.mean(errors["table"])),
+        "train_range_mae": float(np.mean(errors["train_range"])),
+        "mean_train_loss": mean_over_steps(args, result.history["loss"]),
+        "seconds": round(time.perf_counter() - start, 2),
+        "diverged": result.divergence,
+        "figure_abs_error": [float(f"{e:.6g}") for e in errors["figure"]],
+    }, result
+
+
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def paper_value(name):
+    if name not in PAPER_TABLE_5:
+        return "-"
+    return "<0.0001" if name == "None" else f"{PAPER_TABLE_5[name]:.2f}"
+
+
+def print_table(names, runs, args):
+    print(
+        f"\nTable 5: mean absolute error on the integers {TABLE_RANGE[0]}.."
+        f"{TABLE_RANGE[1]} (500 = predicting 0), mean and range over "
+        f"{plural(args.seeds, 'seed')};\nthe error on the training range "
+        f"{list(TRAIN_RANGE)} beside it; the paper's value (mean of 100 models) "
+        "last.\n"
+    )
+    widths = (10, 10, 22, 10, 7)
+
+    def row(cells):
+        padded = [cells[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)
+        ]
+        print("| " + " | ".join(padded) + " |")
+
+    row(("model", "ours: mean", "ours: min to max", "on [-5, 5]", "paper"))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for name in names:
+        table = [r["table_mae"] for r in runs if r["model"] == name]
+        train = [r["train_range_mae"] for r in runs if r["model"] == name]
+        diverged = any(r["diverged"] for r in runs if r["model"] == name)
+        row(
+            (
+                name + ("*" if diverged else ""),
+                f"{np.mean(table):.4g}",
+                f"{min(table):.4g} to {max(table):.4g}",
+                f"{np.mean(train):.2g}",
+                paper_value(name),
+            )
+        )
+    if any(r["diverged"] for r in runs):
+        print(
+            "\n* includes a run that diverged (non-finite training loss; "
+            "training stopped there and the run was evaluated as it stopped)."
+        )
+
+
+def plot(names, runs, grid, args):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    curves = {
+        name: np.mean(
+            [r["figure_abs_error"] for r in runs if r["model"] == name], axis=0
+        )
+        for name in names
+    }
+    # Legend from worst to best extrapolation, as the paper's Table 5.
+    order = sorted(names, key=lambda n: -np.mean(curves[n]))
+    colors = plt.get_cmap("tab20").colors
+    styles = ("-", "--", "-.", ":")
+    fig, ax = plt.subplots(figsize=(9, 5.2), dpi=100)
+    ax.axvspan(*TRAIN_RANGE, color="0.92", zorder=0, label="training range")
+    floor = 1e-7  # errors below it are drawn at it (log axis)
+    for i, name in enumerate(order):
+        ax.plot(
+            grid,
+            np.maximum(curves[name], floor),
+            color=colors[(2 * i) % 20 + (2 * i) // 20],
+            linestyle=styles[i % len(styles)],
+            linewidth=2.2 if name in ("NAC", "None") else 1.4,
+            label=name,
+        )
+    ax.set_yscale("log")
+    ax.set_xlim(*FIGURE_RANGE)
+    ax.set_xlabel("input x")
+    ax.set_ylabel("mean absolute error |f(x) - x|")
+    ax.set_title(
+        f"Identity learned on [-5, 5], tested on [-20, 20] "
+        f"(mean of {plural(args.seeds, 'seed')}, {args.steps} steps)"
+    )
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
+    fig.tight_layout()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    # A 256-colour palette keeps the committed PNG small (matplotlib needs
+    # Pillow, so it is there).
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    image = Image.open(buffer).convert("RGB")
+    image.quantize(256).save(args.out, optimize=True)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    strategy = create_strategy(args)
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    names = [name for name in MODELS if name in args.models]
+    grid = figure_inputs()
+    test_sets = {
+        "table": table_inputs(),
+        "figure": grid,
+        "train_range": figure_inputs(101, TRAIN_RANGE),
+    }
+    print(
+        f"Identity autoencoders, {plural(len(names), 'model')} x "
+        f"{plural(args.seeds, 'seed')}: "
+        f"{args.steps} steps of {args.batch_size} fresh inputs from "
+        f"U{list(TRAIN_RANGE)}, {OPTIMIZER_NAMES[args.optimizer]} lr "
+        f"{args.learning_rate:g}, squared error.\n"
+    )
+    runs = []
+    start = time.perf_counter()
+    for name in names:
+        for seed in range(1, args.seeds + 1):
+            record, result = run(
+                name, seed, args, test_sets, strategy, checkpoints(name, seed)
+            )
+            report(result, f"{name}, seed {seed}")
+            runs.append(record)
+            print(
+                f"{name:>10}, seed {seed}: MAE {record['table_mae']:10.4g} on "
+                f"{TABLE_RANGE[0]}..{TABLE_RANGE[1]}, "
+                f"{record['train_range_mae']:.2g} on {list(TRAIN_RANGE)} "
+                f"({record['seconds']:.1f} s)"
+                + (" (diverged)" if result.divergence else ""),
+                flush=True,
+            )
+    seconds = time.perf_counter() - start
+
+    print_table(names, runs, args)
+    print(f"\nTrained {len(runs)} models in {seconds:.0f} s.")
+
+    if is_chief(strategy):
+        plot(names, runs, grid[:, 0], args)
+        write_json(runs, grid, seconds, args)
+        print(f"Wrote {args.out} and {args.json}.")
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+    return 0
+
+
+def write_json(runs, grid, seconds, args):
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    args.json.write_text(
+        json.dumps(
+            {
+                "settings": {
+                    **settings,
+                    "loss": "mse",
+                    "train_range": TRAIN_RANGE,
+                    "table_range": TABLE_RANGE,
+                    "paper_table_5": PAPER_TABLE_5,
+                    "seconds": round(seconds, 1),
+                },
+                "figure_inputs": [float(v) for v in grid[:, 0]],
+                "runs": runs,
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,349 @@
+"""MNIST digit counting and addition (Trask et al. 2018, Section 4.2, Table 2).
+
+A recurrent model reads a sequence of digit images and outputs, at its end,
+how many images of each class it saw (`--task count`, a 10-way regression) or
+the sum of the digits (`--task sum`). Each image goes through the convnet of
+the PyTorch MNIST example (no supervision of its own); the recurrent part is an
+LSTM, GRU or SimpleRNN (tanh, ReLU) with a linear readout, or a NACCell /
+NALUCell whose state is the output. Models train on sequences of 10 images from
+the training split (mean squared error) and are tested on sequences from the
+test split: at length 1 by classification accuracy (the class with the largest
+predicted count, or the rounded sum), at lengths 10, 100 and 1000 by mean
+absolute error. The NAC model is exported as a SavedModel that accepts
+sequences of any length.
+
+    python examples/mnist_counting.py --task count               # MNIST (prepared)
+    python examples/mnist_counting.py --task sum --dataset digits  # runs offline
+
+MNIST is read with tensorflow_datasets from a prepared folder (--data-dir,
+default $TFDS_DATA_DIR or ~/tensorflow_datasets) and never downloaded;
+`--dataset digits` uses the 8x8 handwritten digits scikit-learn ships.
+
+Each model trains in epochs of `--checkpoint-every` steps, checkpointed after
+every epoch (`keras_nalu.training.fit`): run the same command again after an
+interruption and every run resumes where it stopped, with the batches and the
+weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains on
+the local devices or on the hosts of `TF_CONFIG`.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_nalu import export_saved_model  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
+from keras_nalu.training import fit  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    mean_over_steps,
+    positive_float,
+    positive_int,
+    report,
+    stream_epochs,
+)
+from nalu_research.tasks import mnist  # noqa: E402
+
+LENGTHS = (1, 10, 100, 1000)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=mnist.SEQUENCE_TASKS, default="count")
+    parser.add_argument("--dataset", choices=mnist.DATASETS, default="mnist")
+    parser.add_argument(
+        "--data-dir",
+        help="prepared tensorflow_datasets folder holding mnist "
+        "(default $TFDS_DATA_DIR or ~/tensorflow_datasets)",
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=list(mnist.RECURRENT_MODELS),
+        default=list(mnist.RECURRENT_MODELS),
+    )
+    parser.add_argument("--steps", type=positive_int, default=2000)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--train-length", type=positive_int, default=10)
+    parser.add_argument("--hidden", type=positive_int, default=32)
+    parser.add_argument("--learning-rate", type=positive_float, default=1e-2)
+    parser.add_argument(
+        "--no-dropout",
+        dest="dropout",
+        action="store_false",
+        help="leave out the encoder's two dropout layers",
+    )
+    parser.add_argument(
+        "--lengths", type=positive_int, nargs="+", default=list(LENGTHS)
+    )
+    parser.add_argument(
+        "--eval-sequences",
+        type=positive_int,
+        default=500,
+        help="test sequences per length above 1 (length 1 uses every test image)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--export-dir",
+        help="where to export the NAC model (default saved_models/mnist_TASK_nac)",
+    )
+    parser.add_argument("--json", help="default results/mnist_TASK_DATASET.json")
+    add_training_arguments(parser, "mnist_counting", checkpoint_every=500)
+    return parser.parse_args(argv)
+
+
+# Arguments that do not change a run's results: a checkpoint resumes across them.
+IGNORED = (
+    "data_dir",
+    "models",
+    "lengths",
+    "eval_sequences",
+    "export_dir",
+    "json",
+    "strategy",
+    "checkpoint_dir",
+)
+
+
+def train(kind, args, train_images, train_labels, strategy, checkpoint_dir):
+    """Trains `kind` on `args.steps` fresh batches drawn from `args.seed`, in
+    epochs of `args.checkpoint_every` steps, each checkpointed in
+    `checkpoint_dir`; returns `(training.fit result, encoder, head)`."""
+    parts = {}
+
+    def build():
+        model, parts["encoder"], parts["head"] = mnist.sequence_model(
+            kind, args.task, train_images.shape[1:], args.hidden, dropout=args.dropout
+        )
+        return model
+
+    epochs, batches = stream_epochs(
+        args,
+        lambda steps, start: mnist.DigitSequenceBatches(
+            train_images,
+            train_labels,
+            args.task,
+            args.batch_size,
+            args.train_length,
+            steps,
+            seed=args.seed,
+            start=start,
+        ),
+    )
+
+    config = {k: v for k, v in vars(args).items() if k not in IGNORED}
+    keras.utils.set_random_seed(args.seed)
+    result = fit(
+        build,
+        batches,
+        loss="mse",
+        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+        epochs=epochs,
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={**config, "model": kind},
+        verbose=0,
+    )
+    return result, parts["encoder"], parts["head"]
+
+
+def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
+    """Accuracy (%) at length 1 and mean absolute error at the other lengths."""
+    embedded = encoder.predict(test_images, batch_size=1000, verbose=0)
+    results = {}
+    for length in lengths:
+        if length == 1:  # every test image once
+            predictions = head.predict(embedded[:, None], batch_size=1000, verbose=0)
+            correct = mnist.predicted_classes(task, predictions) == test_labels
+            results[length] = {"accuracy": 100.0 * float(np.mean(correct))}
+            continue
+        index = mnist.sample_sequences(len(test_labels), n, length, seed=(seed, length))
+        chunk = max(1, 100_000 // length)  # sequences per prediction call
+        predictions = np.concatenate(
+            [
+                head.predict(embedded[index[i : i + chunk]], verbose=0)
+                for i in range(0, n, chunk)
+            ]
+        )
+        errors = predictions - mnist.sequence_targets(task, test_labels[index])
+        results[length] = {
+            "mae": float(np.mean(np.abs(errors))),
+            "mse": float(np.mean(np.square(errors))),
+        }
+    return results
+
+
+def fmt(value):
+    if value is None or not np.isfinite(value):
+        return "nan" if value is not None else "-"
+    if abs(value) >= 1e5:
+        return f"{value:.1e}"
+    return f"{value:.3g}"
+
+
+def cell(length, result):
+    if length == 1:
+        return f"{result['accuracy']:.1f}%"
+    return fmt(result["mae"])
+
+
+def paper_cell(length, values):
+    column = {1: 0, 10: 1, 100: 2, 1000: 3}.get(length)
+    if column is None:
+        return "-"
+    value = values[column]
+    return f"{value:.1f}%" if column == 0 else fmt(value)
+
+
+def print_table(args, results, dataset_name):
+    lengths = sorted(args.lengths)
+    print(
+        f"\n{'Counting' if args.task == 'count' else 'Addition'} on {dataset_name}: "
+        "accuracy at length 1 (%), mean absolute error at the other lengths "
+        f"(trained on length {args.train_length}); the paper's Table 2 "
+        "(on MNIST) in brackets.\n"
+    )
+    header = "| model | " + " | ".join(f"length {n}" for n in lengths) + " |"
+    print(header)
+    print("|---" * (len(lengths) + 1) + "|")
+    for kind in args.models:
+        paper = mnist.PAPER_TABLE_2[args.task][kind]
+        cells = [
+            f"{cell(n, results[kind]['test'][n])} ({paper_cell(n, paper)})"
+            for n in lengths
+        ]
+        name = mnist.RECURRENT_MODELS[kind]
+        if results[kind]["diverged"]:
+            name += " (diverged)"
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def export_nac(model, args, test_images, test_labels):
+    export_dir = args.export_dir or os.path.join(
+        "saved_models", f"mnist_{args.task}_nac"
+    )
+    index = mnist.sample_sequences(len(test_labels), 4, 10, seed=(args.seed, 7))
+    path = export_saved_model(model, export_dir, test_images[index])
+    print(f"\nExported the NAC model to {path}/ (verified against the Keras model).")
+
+    import tensorflow as tf
+
+    served_model = tf.saved_model.load(str(path))  # keep it referenced
+    print(
+        f"Served by tf.saved_model.load('{path}').serve(images), "
+        "images of shape (batch, length, height, width, 1):"
+    )
+    for length in (3, 100):
+        index = mnist.sample_sequences(len(test_labels), 1, length, seed=(1, length))
+        served = np.asarray(served_model.serve(test_images[index]))[0]
+        exact = mnist.sequence_targets(args.task, test_labels[index])[0]
+        print(f"  length {length:3d}: served " + " ".join(f"{v:6.2f}" for v in served))
+        print("              exact  " + " ".join(f"{v:6.0f}" for v in exact))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    strategy = create_strategy(args)
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")  # predict retraces once per length
+    dataset_name = "MNIST" if args.dataset == "mnist" else "scikit-learn digits"
+    try:
+        train_images, train_labels = mnist.load_digit_images(
+            args.dataset, "train", args.data_dir
+        )
+        test_images, test_labels = mnist.load_digit_images(
+            args.dataset, "test", args.data_dir
+        )
+    except (FileNotFoundError, ImportError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(
+        f"{dataset_name}: {len(train_labels)} training and {len(test_labels)} test "
+        f"images of {train_images.shape[1]}x{train_images.shape[2]}. Task: "
+        f"{args.task}. Each model trains {args.steps} steps of {args.batch_size} "
+        f"fresh sequences of {args.train_length} training images (Adam lr "
+        f"{args.learning_rate:g}, seed {args.seed}, encoder dropout "
+        f"{'on' if args.dropout else 'off'}); tested on "
+        f"{len(test_labels)} single test images and {args.eval_sequences} test "
+        "sequences per longer length.\n",
+        flush=True,
+    )
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    start = time.perf_counter()
+    results, nac_model = {}, None
+    for kind in args.models:
+        began = time.perf_counter()
+        result, encoder, head = train(
+            kind,
+            args,
+            train_images,
+            train_labels,
+            strategy,
+            checkpoints(args.task, kind),
+        )
+        report(result, mnist.RECURRENT_MODELS[kind])
+        model = result.model
+        # Over all the steps, as the one epoch of all the steps gave it before.
+        loss = mean_over_steps(args, result.history.get("loss", []))
+        test = evaluate(
+            args.task,
+            encoder,
+            head,
+            test_images,
+            test_labels,
+            args.lengths,
+            args.eval_sequences,
+            args.seed,
+        )
+        seconds = time.perf_counter() - began
+        results[kind] = {
+            "final_loss": loss,
+            "epoch_losses": result.history.get("loss", []),
+            "diverged": result.divergence,
+            "test": test,
+            "seconds": seconds,
+        }
+        summary = ", ".join(
+            f"length {n}: {cell(n, test[n])}" for n in sorted(args.lengths)
+        )
+        print(
+            f"{mnist.RECURRENT_MODELS[kind]:>8}: mean training loss {fmt(loss)}; "
+            f"{summary} ({seconds:.0f} s)"
+            + (" (diverged)" if result.divergence else ""),
+            flush=True,
+        )
+        if kind == "nac":
+            nac_model = model
+    wall = time.perf_counter() - start
+    print_table(args, results, dataset_name)
+    print(f"\nTrained and evaluated in {wall:.0f} s.")
+    if is_chief(strategy):
+        json_path = Path(args.json or f"results/mnist_{args.task}_{args.dataset}.json")
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        arguments = {**vars(args), "checkpoint_dir": str(args.checkpoint_dir)}
+        json_path.write_text(
+            json.dumps(
+                {"arguments": arguments, "wall_seconds": wall, "results": results},
+                indent=1,
+            )
+        )
+        print(f"Wrote {json_path}.")
+        if nac_model is not None:
+            export_nac(nac_model, args, test_images, test_labels)
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""MNIST parity and the NAC ablation (Trask et al. 2018, Section 4.6, Table 4).
+
+The task, after Seguí et al. (2015, "Learning to count with deep object
+features"): a canvas holds 0 to 5 handwritten digits at random places without
+overlap; the model must say whether the number of even digits on it is even or
+odd. No digit is labelled: the convnet learns to recognize digits only through
+this one bit. A convnet (three blocks of 3x3 convolution, 16, 32 and 32 filters
+by default, and 2x2 max pooling, then a dense layer of 128 ReLU units) ends in
+the layer the ablation varies, then a softmax over the two parities. Table 4's
+variants of that last layer: Wx+b, sigmoid(W)x+b, tanh(W)x+b, Wx+0,
+sigmoid(W)x+0, tanh(W)x+0 and the NAC (`keras_nalu.layers.ConstrainedDense`).
+Each variant trains from the same seed on the same canvases, made from
+training-split digits, and is tested on canvases made from test-split digits.
+
+    python examples/mnist_parity.py                     # MNIST (prepared)
+    python examples/mnist_parity.py --dataset digits    # runs offline
+
+MNIST is read with tensorflow_datasets from a prepared folder (--data-dir) and
+never downloaded; `--dataset digits` uses scikit-learn's 8x8 digits.
+
+Every epoch is checkpointed (`keras_nalu.training.fit`; epoch `e` reads the
+canvases in an order drawn from the seed and `e`): run the same command again
+after an interruption and every run resumes where it stopped, ending with the
+weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains on
+the local devices or on the hosts of `TF_CONFIG`.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_nalu.distribute import is_chief  # noqa: E402
+from keras_nalu.training import fit  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    positive_float,
+    positive_int,
+    report,
+)
+from nalu_research.tasks import mnist  # noqa: E402
+
+CANVAS_SIZE = {"mnist": 100, "digits": 28}  # about 3.6 digit widths, as 100/28
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", choices=mnist.DATASETS, default="mnist")
+    parser.add_argument(
+        "--data-dir",
+        help="prepared tensorflow_datasets folder holding mnist "
+        "(default $TFDS_DATA_DIR or ~/tensorflow_datasets)",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=list(mnist.ABLATION_VARIANTS),
+        default=list(mnist.ABLATION_VARIANTS),
+    )
+    parser.add_argument("--train-size", type=positive_int, default=20_000)
+    parser.add_argument("--test-size", type=positive_int, default=2_000)
+    parser.add_argument("--epochs", type=positive_int, default=10)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--learning-rate", type=positive_float, default=1e-3)
+    parser.add_argument(
+        "--canvas-size",
+        type=positive_int,
+        help="side of a canvas in pixels (default 100 for mnist, 28 for digits)",
+    )
+    parser.add_argument(
+        "--filters",
+        type=positive_int,
+        nargs="+",
+        default=[16, 32, 32],
+        help="filters of each convolution block",
+    )
+    parser.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1")
+    parser.add_argument("--json", help="default results/mnist_parity_DATASET.json")
+    add_training_arguments(parser, "mnist_parity")
+    args = parser.parse_args(argv)
+    if args.canvas_size is None:
+        args.canvas_size = CANVAS_SIZE[args.dataset]
+    return args
+
+
+def canvases(args, split, n, seed, data):
+    images, labels = data
+    x, digits = mnist.place_digits(images, labels, n, args.canvas_size, seed=seed)
+    return x, mnist.parity_targets(digits)
+
+
+class Shuffled(keras.utils.PyDataset):
+    """The batches of one epoch over the arrays `(x, y)`, in the order of a
+    permutation drawn from `seed` (the same order whenever it is asked for)."""
+
+    def __init__(self, x, y, batch_size, seed):
+        super().__init__()
+        self.x, self.y, self.batch_size = x, y, batch_size
+        self.order = np.random.default_rng(seed).permutation(len(y))
+
+    def __len__(self):
+        return -(-len(self.y) // self.batch_size)
+
+    def __getitem__(self, i):
+        index = self.order[i * self.batch_size : (i + 1) * self.batch_size]
+        return self.x[index], self.y[index]
+
+
+# Arguments that do not change a run's results: a checkpoint resumes across them.
+IGNORED = (
+    "data_dir",
+    "variants",
+    "test_size",
+    "seeds",
+    "json",
+    "strategy",
+    "checkpoint_dir",
+)
+
+
+def accuracy(model, data):
+    """Accuracy (%) of `model`'s most probable class on `data = (x, y)`."""
+    probabilities = model.predict(data[0], batch_size=500, verbose=0)
+    return 100.0 * float(np.mean(np.argmax(probabilities, axis=1) == data[1]))
+
+
+def run(variant, seed, args, train, test, strategy, checkpoint_dir):
+    """Trains `variant` from `seed` for `args.epochs` epochs over `train`, each
+    epoch in its own shuffled order and checkpointed in `checkpoint_dir`.
+
+    Returns the `training.fit` result, the test accuracy and the training
+    accuracy: that of the trained model on the whole training set, in
+    inference mode (before, the running accuracy of the last epoch's batches
+    as `model.fit` reported it while the weights still changed).
+    """
+
+    def batches(epoch):  # a fixed order per (seed, epoch): the same on resume
+        return Shuffled(*train, args.batch_size, seed=(seed, epoch))
+
+    config = {k: v for k, v in vars(args).items() if k not in IGNORED}
+    keras.utils.set_random_seed(seed)
+    result = fit(
+        lambda: mnist.parity_model(variant, train[0].shape[1:], filters=args.filters),
+        batches,
+        loss="sparse_categorical_crossentropy",
+        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+        epochs=args.epochs,
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={**config, "variant": variant, "run_seed": seed},
+        verbose=0,
+    )
+    return result, accuracy(result.model, test), accuracy(result.model, train)
+
+
+def folder_name(variant):
+    """`variant` as a plain folder name: "sigmoid(W)x+b" -> "sigmoid_W_x+b"."""
+    return re.sub(r"[^A-Za-z0-9+]+", "_", variant)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    strategy = create_strategy(args)
+    dataset_name = "MNIST" if args.dataset == "mnist" else "scikit-learn digits"
+    try:
+        train_digits = mnist.load_digit_images(args.dataset, "train", args.data_dir)
+        test_digits = mnist.load_digit_images(args.dataset, "test", args.data_dir)
+        train = canvases(args, "train", args.train_size, 1, train_digits)
+        test = canvases(args, "test", args.test_size, 2, test_digits)
+    except (FileNotFoundError, ImportError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    majority = 100.0 * max(np.mean(test[1]), 1 - np.mean(test[1]))
+    print(
+        f"Parity of the number of even digits on {args.canvas_size}x"
+        f"{args.canvas_size} canvases of 0-5 digits from {dataset_name}: "
+        f"{args.train_size} training canvases (training-split digits), "
+        f"{args.test_size} test canvases (test-split digits); majority class "
+        f"{majority:.1f}% of the test set. Each variant trains {args.epochs} "
+        f"epochs, batch {args.batch_size}, Adam lr {args.learning_rate:g}, "
+        f"seeds 0-{args.seeds - 1}.\n",
+        flush=True,
+    )
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    start = time.perf_counter()
+    results = {}
+    for variant in args.variants:
+        runs = []
+        for seed in range(args.seeds):
+            began = time.perf_counter()
+            result, test_accuracy, train_accuracy = run(
+                variant,
+                seed,
+                args,
+                train,
+                test,
+                strategy,
+                checkpoints(folder_name(variant), seed),
+            )
+            report(result, f"{variant}, seed {seed}")
+            seconds = time.perf_counter() - began
+            runs.append(
+                {"seed": seed, "test_accuracy": test_accuracy,
+                 "train_accuracy": train_accuracy, "diverged": result.divergence,
+                 "seconds": seconds}
+            )  # fmt: skip
+            print(
+                f"{variant:>14} seed {seed}: test accuracy {test_accuracy:.1f}% "
+                f"(training set {train_accuracy:.1f}%, {seconds:.0f} s)"
+                + (" (diverged)" if result.divergence else ""),
+                flush=True,
+            )
+        results[variant] = runs
+    wall = time.perf_counter() - start
+
+    print(
+        f"\nTest accuracy (%) on {dataset_name} parity, mean over {args.seeds} "
+        "seed(s) (min-max); the paper's Table 4 (on MNIST) beside it.\n"
+    )
+    print("| last layer | ours | min-max | paper |")
+    print("|---|---|---|---|")
+    print(f"| Seguí et al.: Wx+b | - | - | {mnist.PAPER_SEGUI_ACCURACY} |")
+    for variant, runs in results.items():
+        accuracies = [r["test_accuracy"] for r in runs]
+        diverged = sum(r["diverged"] is not None for r in runs)
+        name = variant + (f" ({diverged} diverged)" if diverged else "")
+        print(
+            f"| {name} | {np.mean(accuracies):.1f} | {min(accuracies):.1f}-"
+            f"{max(accuracies):.1f} | {mnist.PAPER_TABLE_4[variant]} |"
+        )
+    print(f"\nTrained and evaluated in {wall:.0f} s.")
+    if is_chief(strategy):
+        json_path = Path(args.json or f"results/mnist_parity_{args.dataset}.json")
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(
+            json.dumps(
+                {
+                    "arguments": {
+                        **vars(args),
+                        "checkpoint_dir": str(args.checkpoint_dir),
+                    },
+                    "majority_class": majority,
+                    "wall_seconds": wall,
+                    "results": results,
+                },
+                indent=1,
+            )  # fmt: skip
+        )
+        print(f"Wrote {json_path}.")
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""The "mystery arithmetic" task of the reference PyTorch walk-through.
+
+100 inputs, 10 outputs, each `op(x_i, x_j)` for random `i != j` and `op` in
+{+, -, *}. Training on 1,000 examples from U[-10, 10], 250 epochs of batches of
+32, Adam lr 1e-3, MSE (the blog's setup); testing on 1,000 examples from
+U[-50, 50] (the blog's code drew its test set from U[-10, 10] by mistake).
+Models, each one layer as in the blog: Dense + ReLU, NAC, NALU (paper's tied
+weights), and iNALU (sign-aware: the task's products of signed inputs need it).
+Prints the final training and test MSE, the test MSE per kind of output, whether
+each model solved the task, and saves the loss curves as a PNG.
+
+Each model is checkpointed after every epoch; run the same command again after
+an interruption and every model resumes where it stopped, ending with the
+weights of an uninterrupted run (each epoch's order of the training examples is
+drawn from the seed and the epoch). `--strategy mirrored|multi-worker` trains on
+the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
+
+    python examples/mystery_arithmetic.py
+"""
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from keras_nalu import INALU, NAC, NALU  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
+from keras_nalu.training import fit  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    report,
+)
+from nalu_research.tasks import SYMBOLS  # noqa: E402
+from nalu_research.tasks.mystery import MysteryArithmetic  # noqa: E402
+
+MODELS = {
+    "Dense-ReLU": lambda n: keras.layers.Dense(n, activation="relu"),
+    "NAC": NAC,
+    "NALU": NALU,
+    "iNALU": INALU,
+}
+
+
+# The arguments that change a run's training or its recorded curves: a
+# checkpoint resumes only with them.
+TRAINING_ARGUMENTS = (
+    "seed",
+    "epochs",
+    "batch_size",
+    "train_size",
+    "test_size",
+    "learning_rate",
+)
+
+
+class TestErrors(keras.callbacks.Callback):
+    """Test MSE after every epoch, overall (`val_loss`) and of the outputs of
+    each operation (`test_mse_<op>`), added to the epoch's logs (so to the
+    history, which a resumed run keeps)."""
+
+    def __init__(self, x, y, kinds):
+        super().__init__()
+        self.x, self.y = x, y
+        self.columns = {op: [k for k, o in enumerate(kinds) if o == op] for op in kinds}
+
+    def on_epoch_end(self, epoch, logs=None):
+        prediction = keras.ops.convert_to_numpy(self.model(self.x, training=False))
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging model
+            error = np.square(prediction - self.y).mean(axis=0)
+        logs["val_loss"] = float(error.mean())
+        for op, columns in self.columns.items():
+            logs[f"test_mse_{op}"] = float(error[columns].mean())
+
+
+def epoch_batches(x, y, batch_size, seed):
+    """`data_fn` of `training.fit`: epoch `e` reads the examples in an order
+    drawn from `(seed, e)` alone, so a resumed run reads the same batches."""
+
+    def batches(epoch):
+        order = np.random.default_rng((seed, epoch)).permutation(len(x))
+        return tf.data.Dataset.from_tensor_slices((x[order], y[order])).batch(
+            batch_size
+        )
+
+    return batches
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=250)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--train-size", type=int, default=1000)
+    parser.add_argument("--test-size", type=int, default=1000)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--png", default="results/mystery_arithmetic.png")
+    parser.add_argument("--json", default="results/mystery_arithmetic.json")
+    add_training_arguments(parser, "mystery_arithmetic")
+    args = parser.parse_args(argv)
+    for name in ("epochs", "batch_size", "train_size", "test_size"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    strategy = create_strategy(args)
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    task = MysteryArithmetic(seed=args.seed)
+    x_train, y_train = task.sample(args.train_size, "train", seed=(args.seed, 1))
+    x_test, y_test = task.sample(args.test_size, "test", seed=(args.seed, 2))
+    print("Outputs: " + ", ".join(task.describe()))
+    kinds = [op for _, _, op in task.configuration]
+    print(
+        f"Train on {args.train_size} examples from U{list(task.train_range)}, test "
+        f"on {args.test_size} from U{list(task.test_range)}; {args.epochs} epochs "
+        f"of batches of {args.batch_size}, Adam lr {args.learning_rate:g}.\n"
+    )
+
+    ops_ = sorted(set(kinds))
+    batches = epoch_batches(x_train, y_train, args.batch_size, args.seed)
+    config = {k: getattr(args, k) for k in TRAINING_ARGUMENTS}
+    curves, rows = {}, []
+    for name, layer in MODELS.items():
+        start = time.perf_counter()
+        keras.utils.set_random_seed(args.seed)
+        result = fit(
+            lambda layer=layer: keras.Sequential(
+                [keras.Input((task.input_size,)), layer(10)]
+            ),
+            batches,
+            loss="mse",
+            optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+            epochs=args.epochs,
+            strategy=strategy,
+            checkpoint_dir=checkpoints(name),
+            config={**config, "model": name},
+            callbacks=[TestErrors(x_test, y_test, kinds)],
+            verbose=0,
+        )
+        seconds = time.perf_counter() - start
+        report(result, name)
+        history = result.history
+        curves[name] = {
+            "loss": history["loss"],
+            "val_loss": history["val_loss"],
+            **{op: history[f"test_mse_{op}"] for op in ops_},
+        }
+        per_kind = {op: curves[name][op][-1] for op in ops_}
+        rows.append((name, curves[name], per_kind, seconds, result.divergence))
+        print(
+            f"{name}: trained in {seconds:.0f} s"
+            + (" (diverged)" if result.divergence else ""),
+            flush=True,
+        )
+
+    print(
+        "\n| model | train MSE | test MSE | "
+        + " | ".join(f"test MSE of {SYMBOLS[op]} outputs" for op in ops_)
+        + " |"
+    )
+    print("|---" * (3 + len(ops_)) + "|")
+    for name, hist, per_kind, _, diverged in rows:
+        print(
+            f"| {name}{' (diverged)' if diverged else ''} | "
+            f"{hist['loss'][-1]:.4g} | {hist['val_loss'][-1]:.4g} | "
+            + " | ".join(f"{per_kind[op]:.4g}" for op in ops_)
+            + " |"
+        )
+    threshold = task.success_threshold()
+    print(
+        f"\nSolved means a test MSE within 1% of {threshold:.3g}, that of a "
+        "solution whose weights are each off by 1e-5 (simulated): "
+        + ", ".join(
+            f"{name} {'yes' if hist['val_loss'][-1] <= 1.01 * threshold else 'no'}"
+            for name, hist, _, _, _ in rows
+        )
+        + "."
+    )
+    print(
+        f"For scale: the test targets have variance {float(y_test.var()):.4g}; "
+        "predicting 0 everywhere gives test MSE "
+        f"{float(np.square(y_test).mean()):.4g}."
+    )
+    if is_chief(strategy):
+        write_outputs(curves, rows, ops_, task, args)
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+
+
+def write_outputs(curves, rows, ops_, task, args):
+    """The loss curves as a PNG and every model's results as JSON."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("loss", "training MSE, U[-10, 10]"),
+        ("val_loss", "test MSE, U[-50, 50]"),
+    ]
+    panels += [(op, f"test MSE of {SYMBOLS[op]} outputs") for op in ops_]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        for name, hist in curves.items():
+            ax.plot(hist[key], label=name)
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_title(title, fontsize=10)
+    axes[0].legend()
+    fig.tight_layout()
+    Path(args.png).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.png, dpi=100)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    Path(args.json).write_text(
+        json.dumps(
+            {
+                "arguments": arguments,
+                "outputs": task.describe(),
+                "models": {
+                    name: {
+                        "loss": hist["loss"],
+                        "val_loss": hist["val_loss"],
+                        "test_mse_by_operation": per_kind,
+                        "seconds": s,
+                        "diverged": diverged,
+                    }
+                    for name, hist, per_kind, s, diverged in rows
+                },
+            },
+            indent=1,
+        )  # fmt: skip
+    )
+    print(f"Wrote {args.png} and {args.json}.")
+
+
+if __name__ == "__main__":
+    main()

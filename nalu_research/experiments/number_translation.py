@@ -1,0 +1,448 @@
+"""Number words to numbers (Trask et al. 2018, Section 4.3, Table 3, Figure 3).
+
+English number expressions of 0 to 999 ("five hundred and fifteen") are
+translated into numbers (515). The paper's split: 169 training numbers (0-19
+and a random sample covering every token), 200 validation, 631 test. Every
+model embeds the tokens, encodes them with one LSTM and reads a number out of
+each step's LSTM output: the summed-states LSTM of Appendix D (a linear
+readout of the sum of the states so far), a NAC or a NALU. The loss is on the
+last token's prediction; the readout at earlier tokens is Figure 3's view.
+
+Model selection as in Appendix D: layer size {16, 32} x learning rate {0.01,
+0.001}, Adam on the whole training set, several seeds each. A configuration is
+chosen by its median validation MAE over the seeds; within a run the weights
+of its best validation MAE (checked every `--eval-every` steps) are kept.
+Budget: 5,000 full-batch steps per run by default (the paper trained 300,000);
+a configuration's seeds train side by side in one Keras model, which gives
+each exactly the updates it would get alone. Prints Table 3 (the chosen
+configuration's median over seeds, each seed's numbers too) beside the
+paper's, the Figure 3 view from the best model, and exports that model as a
+SavedModel that takes a batch of strings.
+
+Every `--eval-every` steps is an epoch, checkpointed with the best weights so
+far (`keras_nalu.training.fit`): run the same command again after an
+interruption and every run resumes where it stopped, with the results of an
+uninterrupted run. `--strategy mirrored|multi-worker` trains on the local
+devices or on the hosts of `TF_CONFIG`.
+
+    python examples/number_translation.py
+    python examples/number_translation.py --quick   # a smoke run
+"""
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_nalu import NAC, NALU, export_saved_model  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
+from keras_nalu.training import fit  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    Checkpoints,
+    add_training_arguments,
+    create_strategy,
+    report,
+)
+from nalu_research.layers import LastToken, SummedStates  # noqa: E402
+from nalu_research.tasks.number_words import (  # noqa: E402
+    PAPER_FIGURE_3,
+    PAPER_TABLE_3,
+    VOCABULARY,
+    NumberWords,
+    encode,
+)
+
+MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
+
+
+def build_branch(ids, kind, size):
+    """Per-token predictions `(batch, T)` of one model on token `ids`."""
+    # No mask: padding follows the last token, which the loss reads, and
+    # SummedStates masks it out itself.
+    x = keras.layers.Embedding(len(VOCABULARY) + 2, size)(ids)
+    h = keras.layers.LSTM(size, return_sequences=True)(x)
+    if kind == "lstm":
+        readout = keras.layers.Dense(1)(SummedStates()([h, ids]))
+    elif kind == "nac":
+        readout = NAC(1)(h)
+    else:
+        readout = NALU(1)(h)
+    return keras.layers.Reshape((-1,))(readout)
+
+
+def build_models(kind, size, seeds):
+    """One model per seed, each initialized as if built alone after
+    `keras.utils.set_random_seed(seed)`: `[(steps_model, model), ...]`, token
+    ids -> per-token predictions and -> the last token's (the one trained)."""
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    models = []
+    for seed in seeds:
+        keras.utils.set_random_seed(seed)
+        steps = build_branch(ids, kind, size)
+        models.append(
+            (
+                keras.Model(ids, steps, name=f"{kind}_steps_{seed}"),
+                keras.Model(ids, LastToken()([steps, ids]), name=f"{kind}_{seed}"),
+            )
+        )
+    return models
+
+
+def mae(model, ids, y):
+    prediction = keras.ops.convert_to_numpy(model(ids, training=False))
+    return float(np.mean(np.abs(prediction.astype(np.float64) - y)))
+
+
+class KeepBest(keras.callbacks.Callback):
+    """After every epoch (`eval_every` steps), keeps each seed's weights of its
+    best validation MAE; `restore()` puts them back when training is done.
+
+    Its state goes into the run's checkpoint (`get_checkpoint_state`), so a
+    resumed run keeps the weights and steps an uninterrupted one would.
+    """
+
+    def __init__(self, data, eval_every):
+        super().__init__()
+        self.data, self.eval_every = data, eval_every
+        self.watch([])
+
+    def watch(self, models):
+        """Starts keeping the best weights of `models` (the seeds' models)."""
+        self.models = models
+        self.best = [np.inf] * len(models)
+        self.best_weights = [None] * len(models)
+        self.best_step = [0] * len(models)
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = (epoch + 1) * self.eval_every
+        for i, model in enumerate(self.models):
+            error = mae(model, *self.data["validation"])
+            if np.isfinite(error) and error < self.best[i]:
+                self.best[i], self.best_step[i] = error, step
+                self.best_weights[i] = model.get_weights()
+
+    def restore(self):
+        for model, weights in zip(self.models, self.best_weights, strict=True):
+            if weights is not None:
+                model.set_weights(weights)
+
+    def get_checkpoint_state(self):
+        state = {
+            "best": np.array(self.best, np.float64),
+            "best_step": np.array(self.best_step, np.int64),
+        }
+        for i, weights in enumerate(self.best_weights):
+            for j, weight in enumerate(weights or []):
+                state[f"weights_{i}_{j}"] = weight
+        return state
+
+    def set_checkpoint_state(self, state):
+        self.best = [float(v) for v in state["best"]]
+        self.best_step = [int(v) for v in state["best_step"]]
+        for i, model in enumerate(self.models):
+            if f"weights_{i}_0" in state:
+                self.best_weights[i] = [
+                    state[f"weights_{i}_{j}"] for j in range(len(model.weights))
+                ]
+
+
+def train_config(
+    kind, size, learning_rate, seeds, data, args, strategy=None, checkpoint_dir=None
+):
+    """Trains one model per seed; returns `[(errors, seed, steps_model,
+    model), ...]`.
+
+    The seeds' models train side by side in one Keras model whose loss is the
+    sum of theirs: no weight is shared, so each gets exactly the gradients and
+    Adam updates it would get alone, in a third of the time. Training runs in
+    epochs of `args.eval_every` full-batch steps, each checkpointed in
+    `checkpoint_dir` (when given). A non-finite loss of any seed stops them
+    all there (`errors["diverged"]` says where); each keeps its best weights.
+    """
+    import tensorflow as tf
+
+    keep = KeepBest(data, args.eval_every)
+    built = {}
+    # One seed: a model of one output, not of a list of one, which the custom
+    # loop of a multi-worker strategy (distribute.Trainer) does not take.
+    alone = len(seeds) == 1
+
+    def build():
+        built["models"] = models = build_models(kind, size, seeds)
+        keep.watch([model for _, model in models])
+        ids = models[0][1].inputs[0]
+        outputs = [model.outputs[0] for _, model in models]
+        return keras.Model(ids, outputs[0] if alone else outputs)
+
+    x, y = data["train"]
+    targets = y if alone else (y,) * len(seeds)
+
+    def batches(epoch):  # the whole training set at every step
+        dataset = tf.data.Dataset.from_tensors((x, targets))
+        return dataset.repeat(args.eval_every)
+
+    config = {
+        "model": kind,
+        "size": size,
+        "learning_rate": learning_rate,
+        "run_seeds": list(seeds),
+        **{k: v for k, v in vars(args).items() if k not in IGNORED},
+    }
+    result = fit(
+        build,
+        batches,
+        loss=args.loss if alone else [args.loss] * len(seeds),
+        optimizer_fn=lambda: keras.optimizers.Adam(learning_rate),
+        epochs=max(1, args.steps // args.eval_every),
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config=config,
+        callbacks=[keep],
+        steps_per_execution=args.eval_every,
+        verbose=0,
+    )
+    report(result, f"{MODELS[kind]}, size {size}, lr {learning_rate:g}")
+    keep.restore()
+    runs = []
+    models = built["models"]
+    for i, (seed, (steps_model, model)) in enumerate(zip(seeds, models, strict=True)):
+        errors = {split: mae(model, *data[split]) for split in data}
+        errors["best_step"] = keep.best_step[i]
+        errors["diverged"] = result.divergence
+        runs.append((errors, seed, steps_model, model))
+    return runs
+
+
+# Arguments that do not change a run's results: a checkpoint resumes across them.
+IGNORED = (
+    "seeds",
+    "sizes",
+    "learning_rates",
+    "models",
+    "quick",
+    "export_dir",
+    "json",
+    "strategy",
+    "checkpoint_dir",
+)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0, help="fixes the split")
+    parser.add_argument("--seeds", type=int, default=3, help="runs per config")
+    parser.add_argument("--steps", type=int, default=5000)
+    parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[16, 32])
+    parser.add_argument(
+        "--learning-rates", type=float, nargs="+", default=[0.01, 0.001]
+    )
+    parser.add_argument(
+        "--models", nargs="+", default=list(MODELS), choices=list(MODELS)
+    )
+    parser.add_argument("--loss", default="mae", choices=["mae", "mse"])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: 1 seed, size 16, lr 0.01, 40 steps",
+    )
+    parser.add_argument("--export-dir", default="saved_models/number_translation")
+    parser.add_argument("--json", default="results/number_translation.json")
+    add_training_arguments(parser, "number_translation")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.steps, args.eval_every = 1, 40, 20
+        args.sizes, args.learning_rates = [16], [0.01]
+    for name in ("seeds", "steps", "eval_every"):
+        if getattr(args, name) <= 0:
+            parser.error(
+                f"--{name.replace('_', '-')} must be a positive integer, "
+                f"got {getattr(args, name)}"
+            )
+    if args.seed < 0:
+        parser.error(f"--seed must be an integer >= 0, got {args.seed}")
+    if args.eval_every > args.steps:
+        parser.error(
+            f"--eval-every must be at most --steps ({args.steps}), "
+            f"got {args.eval_every}"
+        )
+    for size in args.sizes:
+        if size <= 0:
+            parser.error(f"--sizes must be positive integers, got {size}")
+    for rate in args.learning_rates:
+        if not rate > 0:
+            parser.error(f"--learning-rates must be greater than 0, got {rate}")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    strategy = create_strategy(args)
+    task = NumberWords(seed=args.seed)
+    data = {}
+    for split in ("train", "validation", "test"):
+        _, ids, y = task.split(split)
+        data[split] = (ids, y)
+    seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
+    print(
+        f"Number words 0-999, split seed {args.seed}: "
+        + ", ".join(f"{len(data[s][1])} {s}" for s in data)
+        + f". Grid: sizes {args.sizes} x learning rates {args.learning_rates}, "
+        f"seeds {seeds}; {args.steps} full-batch Adam steps per run, "
+        f"{args.loss.upper()} loss on the last token, validation every "
+        f"{args.eval_every} steps (best kept).\n",
+        flush=True,
+    )
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    start = time.perf_counter()
+    results, chosen, best = {}, {}, None
+    for key in args.models:
+        name = MODELS[key]
+        configs = {}
+        for size in args.sizes:
+            for rate in args.learning_rates:
+                t0 = time.perf_counter()
+                runs = train_config(
+                    key,
+                    size,
+                    rate,
+                    seeds,
+                    data,
+                    args,
+                    strategy,
+                    checkpoints(key, size, f"{rate:g}"),
+                )
+                seconds_each = (time.perf_counter() - t0) / len(seeds)
+                for errors, seed, _, _ in runs:
+                    errors["seconds"] = seconds_each
+                    print(
+                        f"{name}, size {size}, lr {rate:g}, seed {seed}: "
+                        f"train {errors['train']:.3f}, validation "
+                        f"{errors['validation']:.3f}, test {errors['test']:.3f} "
+                        f"MAE (best at step {errors['best_step']})"
+                        + (" (diverged)" if errors["diverged"] else ""),
+                        flush=True,
+                    )
+                print(f"  ({len(seeds)} seeds in {time.perf_counter() - t0:.0f} s)")
+                configs[(size, rate)] = runs
+        # The configuration with the lowest median validation MAE over seeds.
+        (size, rate), runs = min(
+            configs.items(),
+            key=lambda item: np.median(
+                [np.nan_to_num(r[0]["validation"], nan=np.inf) for r in item[1]]
+            ),
+        )
+        chosen[name] = (size, rate, runs)
+        results[name] = {
+            f"size {s}, lr {r:g}": [dict(run[0], seed=run[1]) for run in rs]
+            for (s, r), rs in configs.items()
+        }
+        top = min(runs, key=lambda r: np.nan_to_num(r[0]["validation"], nan=np.inf))
+        if best is None or top[0]["validation"] < best[0][0]["validation"]:
+            best = (top, name)
+    seconds = time.perf_counter() - start
+
+    print(
+        "\nTable 3: mean absolute error, median over seeds of the configuration "
+        "with the lowest median validation MAE (paper's values in brackets)\n"
+    )
+    print(
+        "| model | size, lr | train MAE | validation MAE | test MAE "
+        "| test MAE per seed |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name, (size, rate, runs) in chosen.items():
+        medians = [np.median([r[0][s] for r in runs]) for s in data]
+        paper = PAPER_TABLE_3[name]
+        per_seed = ", ".join(f"{r[0]['test']:.3g}" for r in runs)
+        diverged = " (diverged)" if runs[0][0]["diverged"] else ""
+        print(
+            f"| {name} | {size}, {rate:g}{diverged} | "
+            + " | ".join(
+                f"{m:.3g} ({p:g})" for m, p in zip(medians, paper, strict=True)
+            )
+            + f" | {per_seed} |"
+        )
+    total = sum(len(runs) for configs in results.values() for runs in configs.values())
+    print(f"\nTrained {total} runs in {seconds:.0f} s.")
+
+    (errors, seed, steps_model, model), name = best
+    print(
+        f"\nFigure 3: prediction after each token, from the best model by "
+        f"validation MAE ({name}, seed {seed}); the paper's NALU below each.\n"
+    )
+    queries = list(PAPER_FIGURE_3)
+    predictions = keras.ops.convert_to_numpy(
+        steps_model(encode(queries), training=False)
+    )
+    figure = {}
+    for query, row in zip(queries, predictions, strict=True):
+        tokens = query.split()
+        values = row[: len(tokens)]
+        figure[query] = values.tolist()
+        width = [max(len(t), 8) for t in tokens]
+        print("  " + " ".join(f"{t:>{w}}" for t, w in zip(tokens, width, strict=True)))
+        print(
+            "  " + " ".join(f"{v:>{w}.2f}" for v, w in zip(values, width, strict=True))
+        )
+        paper = PAPER_FIGURE_3[query]
+        print(
+            "  "
+            + " ".join(f"{v:>{w}g}" for v, w in zip(paper, width, strict=True))
+            + "  (paper)\n"
+        )
+
+    if is_chief(strategy):
+        export_and_save(model, queries, results, chosen, figure, seconds, args)
+    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+
+
+def export_and_save(model, queries, results, chosen, figure, seconds, args):
+    """Exports `model` as a SavedModel of strings and writes the JSON."""
+    # The served model: strings in, numbers out; tokenized inside the graph.
+    text = keras.Input((), dtype="string", name="text")
+    vectorize = keras.layers.TextVectorization(
+        vocabulary=list(VOCABULARY),
+        standardize="lower_and_strip_punctuation",
+        split="whitespace",
+        output_mode="int",
+        name="tokenize",
+    )
+    text_model = keras.Model(text, model(vectorize(text)), name="number_words")
+    sample = np.array(queries + ["five hundred and fifteen", "zero"])
+    path = export_saved_model(text_model, args.export_dir, sample)
+    import tensorflow as tf
+
+    served = tf.saved_model.load(str(path))
+    numbers = served.serve(tf.constant(["five hundred and fifteen", "nine"]))
+    print(
+        f"Exported the best model to {path}/ (verified); "
+        "tf.saved_model.load(path).serve(['five hundred and fifteen', 'nine']) "
+        f"= {np.round(np.asarray(numbers), 2).tolist()}"
+    )
+
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(
+        json.dumps(
+            {
+                "arguments": {**vars(args), "checkpoint_dir": str(args.checkpoint_dir)},
+                "runs": results,
+                "chosen": {n: [s, r] for n, (s, r, _) in chosen.items()},
+                "figure_3": figure,
+                "seconds": seconds,
+            },
+            indent=1,
+        )
+    )
+    print(f"Wrote {args.json}.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""The experiments' own layers, cells and activations.
+
+Everything here is registered under the package name `nalu_research`, so a
+saved experiment model reloads with `keras.saving.load_model` once
+`nalu_research` is imported. The arithmetic units themselves come from the
+library, `keras_nalu`.
+"""
+
+import keras
+from keras import ops
+
+from keras_nalu.layers import ConfiguredNALU
+
+_register = keras.saving.register_keras_serializable(package="nalu_research")
+
+
+# Activations of the identity experiment (Figure 1, Table 5) that Keras lacks.
+@_register
+def threshold(x):
+    """`x if x > 0.1 else 20`, PyTorch's `nn.Threshold(0.1, 20)`."""
+    return ops.threshold(x, 0.1, 20.0)
+
+
+@_register
+def leaky_relu(x):
+    """`x if x > 0 else 0.01 * x`, PyTorch's default `nn.LeakyReLU`."""
+    return ops.leaky_relu(x, negative_slope=0.01)
+
+
+@_register
+def crelu(x):
+    """`concat(relu(x), relu(-x))` on the last axis, which doubles it."""
+    return ops.concatenate([ops.relu(x), ops.relu(-x)], axis=-1)
+
+
+@_register
+class CReLU(keras.layers.Layer):
+    """`crelu` as a layer: the output's last axis is twice the input's."""
+
+    def call(self, inputs):
+        return crelu(inputs)
+
+    def compute_output_shape(self, input_shape):
+        last = None if input_shape[-1] is None else 2 * input_shape[-1]
+        return (*input_shape[:-1], last)
+
+
+@_register
+class ImageSequenceEncoder(keras.layers.Layer):
+    """Applies an image `encoder` to every image of a sequence of any length.
+
+    `(batch, steps, h, w, c)` -> `(batch, steps, features)`, by folding the
+    steps into the batch (unlike `keras.layers.TimeDistributed`, which
+    unrolls a Python loop over a known number of steps).
+    """
+
+    def __init__(self, encoder, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(encoder, dict):
+            encoder = keras.saving.deserialize_keras_object(encoder)
+        self.encoder = encoder
+
+    def build(self, input_shape):
+        self.encoder.build((None,) + tuple(input_shape)[2:])
+
+    def call(self, inputs, training=None):
+        shape = ops.shape(inputs)
+        flat = ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
+        features = self.encoder(flat, training=training)
+        return ops.reshape(features, (shape[0], shape[1], features.shape[-1]))
+
+    def compute_output_shape(self, input_shape):
+        features = self.encoder.compute_output_shape((None,) + tuple(input_shape)[2:])
+        return tuple(input_shape)[:2] + (features[-1],)
+
+    def get_config(self):
+        config = {"encoder": keras.saving.serialize_keras_object(self.encoder)}
+        return {**super().get_config(), **config}
+
+
+@_register
+class SummedStates(keras.layers.Layer):
+    """`[h, ids] -> cumsum_t(h_t)` over the tokens (padding, id 0, adds 0)."""
+
+    def call(self, inputs):
+        h, ids = inputs
+        mask = ops.cast(ops.not_equal(ids, 0), h.dtype)
+        return ops.cumsum(h * mask[..., None], axis=1)
+
+
+@_register
+class LastToken(keras.layers.Layer):
+    """`[per-step predictions (batch, T), ids] -> the last token's (batch,)`."""
+
+    def call(self, inputs):
+        steps, ids = inputs
+        length = ops.sum(ops.cast(ops.not_equal(ids, 0), "int32"), axis=1)
+        last = ops.maximum(length - 1, 0)
+        return ops.take_along_axis(steps, last[:, None], axis=1)[:, 0]
+
+
+@_register
+class FirstUnit(keras.layers.Layer):
+    """`(batch, units) -> (batch,)`: the first unit, the prediction."""
+
+    def call(self, inputs):
+        return inputs[:, 0]
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)[:1]
+
+
+@_register
+class LSTMConfiguredNALUCell(keras.layers.Layer):
+    """RNN cell: an LSTM cell configures a `ConfiguredNALU` at every step.
+
+    Input per step: `[value, one-hot token]`. States: the LSTM's `h`, `c` and
+    the NALU's output `s`. `h_t = LSTM([token_t, tanh(s_{t-1})])`,
+    `s_t = ConfiguredNALU([value_t, s_{t-1}], control=h_t)`; output `s_t`.
+    """
+
+    def __init__(self, units, control_units, tied_weights=True, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.control_units = units, control_units
+        self.tied_weights = tied_weights
+        self.controller = keras.layers.LSTMCell(control_units)
+        self.nalu = ConfiguredNALU(units, tied_weights=tied_weights)
+        self.state_size = [control_units, control_units, units]
+        self.output_size = units
+
+    def build(self, input_shape):
+        tokens = input_shape[-1] - 1
+        self.controller.build((None, tokens + self.units))
+        self.nalu.build([(None, 1 + self.units), (None, self.control_units)])
+
+    def call(self, inputs, states, training=False):
+        h, c, s = states
+        value, tokens = inputs[:, :1], inputs[:, 1:]
+        control, (h, c) = self.controller(
+            ops.concatenate([tokens, ops.tanh(s)], axis=-1), [h, c], training=training
+        )
+        s = self.nalu([ops.concatenate([value, s], axis=-1), control])
+        return s, [h, c, s]
+
+    def get_config(self):
+        config = {
+            "units": self.units,
+            "control_units": self.control_units,
+            "tied_weights": self.tied_weights,
+        }
+        return {**super().get_config(), **config}
+
+
+@_register
+class UGRNNCell(keras.layers.Layer):
+    """Update-gate RNN (Collins et al., 2017):
+    `c = tanh(W_c [x, h])`, `g = sigmoid(W_g [x, h])`, `h' = g * h + (1 - g) * c`.
+    """
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = units
+        self.output_size = units
+
+    def build(self, input_shape):
+        rows = input_shape[-1] + self.units
+        self.kernel = self.add_weight(
+            name="kernel", shape=(rows, 2 * self.units), initializer="glorot_uniform"
+        )
+        self.bias = self.add_weight(
+            name="bias", shape=(2 * self.units,), initializer="zeros"
+        )
+
+    def call(self, inputs, states, training=False):
+        h = states[0] if isinstance(states, (list, tuple)) else states
+        z = ops.matmul(ops.concatenate([inputs, h], axis=-1), self.kernel) + self.bias
+        candidate = ops.tanh(z[:, : self.units])
+        gate = ops.sigmoid(z[:, self.units :] + 1.0)  # biased to keep the state
+        h = gate * h + (1.0 - gate) * candidate
+        return h, [h]
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}

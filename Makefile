@@ -12,13 +12,13 @@ export KERAS_BACKEND ?= tensorflow
 
 .PHONY: demo test docs lint format clean
 
-$(INSTALLED): setup.cfg pyproject.toml
+$(INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $(INSTALLED)
 
 demo: $(INSTALLED)
-	$(PY) examples/static_arithmetic.py
+	$(PY) examples/demo.py
 
 test: $(INSTALLED)
 	$(PY) -m pytest

@@ -51,6 +51,11 @@ MODELS = {
 }
 
 
+def build_model(name, input_size):
+    """One layer of `MODELS[name]` from `input_size` inputs to the 10 outputs."""
+    return keras.Sequential([keras.Input((input_size,)), MODELS[name](10)], name=name)
+
+
 # The arguments that change a run's training or its recorded curves: a
 # checkpoint resumes only with them.
 TRAINING_ARGUMENTS = (
@@ -132,13 +137,11 @@ def main(argv=None):
     batches = epoch_batches(x_train, y_train, args.batch_size, args.seed)
     config = {k: getattr(args, k) for k in TRAINING_ARGUMENTS}
     curves, rows = {}, []
-    for name, layer in MODELS.items():
+    for name in MODELS:
         start = time.perf_counter()
         keras.utils.set_random_seed(args.seed)
         result = fit(
-            lambda layer=layer: keras.Sequential(
-                [keras.Input((task.input_size,)), layer(10)]
-            ),
+            lambda name=name: build_model(name, task.input_size),
             batches,
             loss="mse",
             optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),

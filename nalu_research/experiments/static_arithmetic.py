@@ -58,7 +58,7 @@ TABLE_KEYS = {name: key for key, name in MODEL_KEYS.items()}
 
 
 def build_models(input_size):
-    """The two architectures of the demo, each with hidden size 2."""
+    """The two architectures of the static task, each with hidden size 2."""
     return {
         "ReLU6 MLP": lambda: keras.Sequential(
             [

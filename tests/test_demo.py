@@ -1,0 +1,110 @@
+"""The demo (`make demo`, examples/demo.py): it trains, prints its table,
+exports a SavedModel per row and serves them from a process that never
+imports keras_nalu; a killed demo resumes to the same results."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nalu_research.experiments import demo
+from tests.processes import kill_when_written
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
+SMALL = ["--seeds", "1", "--epochs", "3", "--examples", "512"]
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def run_demo(tmp_path, name, *extra):
+    command = [
+        sys.executable, str(DEMO), *SMALL,
+        "--export-dir", str(tmp_path / f"{name}_models"),
+        "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints"),
+        "--json", str(tmp_path / f"{name}.json"),
+        *extra,
+    ]  # fmt: skip
+    return command
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("demo")
+    result = subprocess.run(
+        run_demo(tmp_path, "reference"),
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return tmp_path, result.stdout
+
+
+def table_rows(out):
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in out.splitlines()
+        if line.startswith("| a") and "---" not in line
+    ]
+
+
+def test_demo_prints_every_model_and_serves_every_export(reference):
+    tmp_path, out = reference
+    rows = table_rows(out)
+    expected = [(op, name) for op in demo.MODELS for name in demo.MODELS[op]]
+    # The error table, then the served table (with an "exact" row per task).
+    errors = [tuple(row[:2]) for row in rows if "[" in row[2]]
+    assert errors == expected
+    served = {tuple(row[:2]): row[2:] for row in rows if "[" not in row[2]}
+    assert set(served) == set(expected) | {(op, "exact") for op in demo.MODELS}
+    assert served[("a+b", "exact")] == ["579", "1999", "0.75"]
+    assert served[("a*b", "exact")] == ["56088", "999000", "0.125"]
+    results = json.loads((tmp_path / "reference.json").read_text())
+    for (operation, name), cells in served.items():
+        if name != "exact":
+            values = results["served"][f"{operation} {name}"]
+            assert [f"{v:.6g}" for v in values] == cells
+    for operation, name in expected:
+        folder = tmp_path / "reference_models" / demo.folder_name(operation, name)
+        assert (folder / "saved_model.pb").is_file()
+    assert not (tmp_path / "reference_checkpoints").exists()  # removed when done
+
+
+def test_killed_demo_resumes_to_the_uninterrupted_results(reference, tmp_path):
+    reference_dir, _ = reference
+    command = run_demo(tmp_path, "killed")
+    # Killed once the third model's checkpoint folder appears (maybe mid-write).
+    third = tmp_path / "killed_checkpoints" / "a+b" / "NAU" / "0"
+    kill_when_written(command, third, ENV)
+    result = subprocess.run(
+        command, capture_output=True, text=True, env=ENV, cwd=tmp_path, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "resumed from its checkpoint" in result.stdout
+    resumed = json.loads((tmp_path / "killed.json").read_text())
+    uninterrupted = json.loads((reference_dir / "reference.json").read_text())
+    for got, want in zip(resumed["errors"], uninterrupted["errors"], strict=True):
+        for split in ("interpolation", "extrapolation"):
+            np.testing.assert_allclose(got[split], want[split], rtol=1e-6)
+    for key, values in uninterrupted["served"].items():
+        np.testing.assert_allclose(resumed["served"][key], values, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seeds", "0"], "--seeds: expected a positive integer, got '0'"),
+        (["--learning-rate", "-1"], "--learning-rate: expected a number > 0"),
+        (["--epochs", "two"], "--epochs: expected a positive integer, got 'two'"),
+    ],
+)
+def test_demo_rejects_bad_arguments(capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        demo.parse_args(args)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

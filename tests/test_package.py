@@ -1,0 +1,151 @@
+"""The package's shape: its public API, what importing it pulls in, one
+version, and the boundary between the library and the research harness."""
+
+import ast
+import configparser
+import importlib
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+
+import keras_nalu
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARY = ROOT / "keras_nalu"
+
+# The public API: each name of `keras_nalu.__all__` and the module defining it.
+PUBLIC_API = {
+    "ConfiguredNALU": "keras_nalu.layers.configured_nalu",
+    "ConstrainedDense": "keras_nalu.layers.constrained_dense",
+    "INALU": "keras_nalu.layers.inalu",
+    "NAC": "keras_nalu.layers.nac",
+    "NACCell": "keras_nalu.layers.nac_cell",
+    "NALU": "keras_nalu.layers.nalu",
+    "NALUCell": "keras_nalu.layers.nalu_cell",
+    "NAU": "keras_nalu.layers.nau",
+    "NMRU": "keras_nalu.layers.nmru",
+    "NMU": "keras_nalu.layers.nmu",
+    "export_saved_model": "keras_nalu.export",
+    "initializers": "keras_nalu.initializers",
+    "ops": "keras_nalu.ops",
+}
+# Public modules a user imports by name, beside the top-level ones.
+PUBLIC_MODULES = ("keras_nalu.training", "keras_nalu.distribute", "keras_nalu.layers")
+
+
+def _module_of(value):
+    return value.__name__ if isinstance(value, type(sys)) else value.__module__
+
+
+def test_public_api_is_pinned():
+    assert sorted(keras_nalu.__all__) == sorted(PUBLIC_API)
+    for name, module in PUBLIC_API.items():
+        assert _module_of(getattr(keras_nalu, name)) == module, name
+    for module in PUBLIC_MODULES:
+        importlib.import_module(module)
+
+
+def test_every_public_layer_is_registered_under_the_package_name():
+    for name in keras_nalu.layers.__all__:
+        cls = getattr(keras_nalu.layers, name)
+        assert keras.saving.get_registered_name(cls) == f"keras_nalu>{name}"
+
+
+# Importing the library with the harness and the research-only dependencies
+# made unimportable: it must neither need nor load any of them.
+_ISOLATED_IMPORT = """
+import sys
+BLOCKED = {"nalu_research", "tensorflow_datasets", "sklearn", "matplotlib"}
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"blocked for this test: {name}")
+
+sys.meta_path.insert(0, Block())
+import keras_nalu, keras_nalu.training, keras_nalu.distribute, keras_nalu.export
+import keras
+model = keras.Sequential([keras.Input((2,)), keras_nalu.NALU(1)])
+assert model.predict(keras.ops.ones((1, 2)), verbose=0).shape == (1, 1)
+print(sorted({name.split(".")[0] for name in sys.modules} & BLOCKED))
+"""
+
+
+def test_import_pulls_in_no_experiment_code_and_no_research_dependency():
+    result = subprocess.run(
+        [sys.executable, "-c", _ISOLATED_IMPORT],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _library_sources():
+    return sorted(LIBRARY.rglob("*.py"))
+
+
+def _imported_modules(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def test_library_source_never_imports_the_harness():
+    """Also catches imports inside functions, which an import test misses."""
+    for path in _library_sources():
+        for module in _imported_modules(ast.parse(path.read_text())):
+            assert not module.startswith("nalu_research"), (path, module)
+
+
+def test_library_never_prints():
+    """Library code warns or logs; printing is for the harness's commands."""
+    for path in _library_sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                raise AssertionError(f"print() in {path}:{node.lineno}")
+
+
+def test_private_modules_stay_inside_their_package():
+    """`keras_nalu._x` and `keras_nalu.layers._x` are used only by the
+    library; the harness, the examples and the tests use its public API."""
+    private = re.compile(r"(^|\.)_[a-z]")
+    for folder in ("nalu_research", "examples", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for module in _imported_modules(ast.parse(path.read_text())):
+                if module.startswith("keras_nalu"):
+                    assert not private.search(module), (path, module)
+
+
+def test_version_has_one_source():
+    setup = configparser.ConfigParser()
+    setup.read(ROOT / "setup.cfg")
+    assert setup["metadata"]["version"] == "attr: keras_nalu.__version__"
+    assert importlib.metadata.version("keras-neural-arithmetic") == (
+        keras_nalu.__version__
+    )
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    released = re.findall(r"^## \[?(\d+\.\d+\.\d+)", changelog, re.M)
+    assert released[0] == keras_nalu.__version__
+
+
+def test_each_extra_lists_a_dependency_once():
+    setup = configparser.ConfigParser()
+    setup.read(ROOT / "setup.cfg")
+    extras = setup["options.extras_require"]
+    seen = {}
+    for extra in extras:
+        for line in filter(None, extras[extra].splitlines()):
+            name = re.split(r"[\[<>=!~ ]", line.strip())[0].lower()
+            assert name not in seen, f"{name} in both {seen.get(name)} and {extra}"
+            seen[name] = extra

@@ -24,7 +24,7 @@ test: $(INSTALLED)
 	$(PY) -m pytest
 
 docs: $(INSTALLED)
-	$(PY) -m mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 lint: $(INSTALLED)
 	$(PY) -m ruff check .

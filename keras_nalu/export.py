@@ -47,7 +47,9 @@ def export_saved_model(
             needs every non-batch dimension to be known.
         overwrite: Whether a SavedModel already at `path` may be replaced
             (keyword-only, a bool).
-        rtol, atol: Tolerances of the check of served against Keras outputs.
+        rtol: Relative tolerance of the check of served against Keras
+            outputs.
+        atol: Absolute tolerance of that check.
         jit_compile: Whether the `serve` endpoint is compiled with XLA when
             it is loaded (`tf.function(jit_compile=True)`; keyword-only, a
             bool). XLA fuses the NALU's elementwise log, exp and sigmoid with

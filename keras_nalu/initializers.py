@@ -46,9 +46,8 @@ class _CappedGlorotUniform(keras.initializers.GlorotUniform):
 class NAUUniform(_CappedGlorotUniform):
     """`U[-r, r]` with `r = min(0.5, sqrt(6 / (fan_in + fan_out)))`: the NAU's.
 
-    Args:
-        seed: An integer or `keras.random.SeedGenerator`, as for Keras's
-            initializers.
+    It takes the arguments of `keras.initializers.GlorotUniform`: `seed`, an
+    integer or `keras.random.SeedGenerator`.
     """
 
 
@@ -59,7 +58,8 @@ class NMUUniform(_CappedGlorotUniform):
     The NMU's. With the default `center=0.5` (Madsen & Johansen's) every weight
     starts halfway between "leave the input out" (0) and "multiply it in" (1).
     On inputs of both signs a higher center keeps the NMU from collapsing to
-    the constant 1 early in training (measured in the README: `center=0.75`).
+    the constant 1 early in training (measured in the docs, "Benchmark of the
+    units": `center=0.75`).
 
     Args:
         center: Float in `[0.25, 0.75]`, the middle of the range.

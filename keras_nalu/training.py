@@ -7,34 +7,53 @@
 not support, it is `keras_nalu.distribute.Trainer.fit`, the same loop written
 out. The callbacks see the same calls either way.
 
-After every epoch, `fit` checkpoints the model's variables (its weights and
-the states of its random generators, e.g. dropout's), the optimizer's state,
-the epoch and the history into one file, written beside and renamed over the
-previous one, so a kill at any instant leaves a whole checkpoint. Run
-again with the same `checkpoint_dir` and `config`, it resumes at the epoch
+After every epoch, `fit` saves one `tf.train.Checkpoint` through a
+`tf.train.CheckpointManager` (keeping one): the model's variables (its weights
+and the states of its random generators, e.g. dropout's), the optimizer's
+variables (step, learning rate, moments), the epoch, the history, the
+divergence, the run's `config` and the callbacks' states. TensorFlow writes a
+checkpoint's files under a new name, then records it in the folder's
+`checkpoint` file by an atomic rename, then deletes the previous one, so a kill
+at any instant leaves a whole checkpoint, everything in it from one epoch. Run
+again with the same `checkpoint_dir` and `config`, `fit` resumes at the epoch
 after the last checkpoint. Each epoch's batches come from `data_fn(epoch)`,
 so when they depend only on the epoch (fresh batches drawn from a seed and
 the epoch, or a fixed dataset in a fixed order) the resumed run ends with the
 same weights as an uninterrupted one.
+
+`keras.callbacks.BackupAndRestore` is not used: it runs only inside
+`model.fit`, not in the custom multi-worker loop; it overwrites its weights
+file and then a separate metadata file, so a kill between the two leaves them
+from different epochs; and it keeps neither the history, the divergence, the
+callbacks' states nor the `config` to check a resume against.
 
 A non-finite loss stops the run at once (as `keras.callbacks.TerminateOnNaN`
 does) and `FitResult.divergence` says at which epoch and step.
 """
 
 import dataclasses
-import io
 import json
 import math
-import os
+import re
+import warnings
 from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_nalu import _validation, distribute
 
 LOOPS = ("auto", "fit", "custom")
-_CHECKPOINT = "checkpoint.npz"
+# The files a `tf.train.CheckpointManager` (its default `checkpoint_name`,
+# "ckpt") writes: the checkpoints, their folders of parts while being
+# written, and the `checkpoint` file naming the latest (with its temporary
+# file while being replaced).
+_CHECKPOINT_FILES = re.compile(
+    r"ckpt-\d+\.index|ckpt-\d+\.data-\d{5}-of-\d{5}|checkpoint(\.tmp[0-9a-f]{32})?"
+)
+_CHECKPOINT_PARTS = re.compile(r"ckpt-\d+_temp")
+_CHECKPOINT_PART = re.compile(r"part-\d{5}-of-\d{5}(\.index|\.data-\d{5}-of-\d{5})")
 
 
 @dataclasses.dataclass
@@ -119,23 +138,29 @@ def fit(
         loop: `"fit"` (`model.fit`), `"custom"` (`distribute.Trainer`) or
             `"auto"`: the custom loop under a multi-worker strategy, which
             `model.fit` does not support, else `model.fit`.
-        checkpoint_dir: A folder for this run's checkpoint, or `None` for no
+        checkpoint_dir: A folder for this run's checkpoint (its own: a
+            `tf.train.CheckpointManager` keeps it), or `None` for no
             checkpoint. Only the chief writes it; under a multi-worker
             strategy on several hosts it must be on a shared filesystem.
+            `remove_checkpoint` deletes it.
         config: A JSON-serializable description of the run. A checkpoint
-            made with another `config` is not resumed (the run starts afresh
-            and replaces it).
+            made with another `config` is not resumed: a warning says so and
+            the run starts afresh and replaces it.
         callbacks: Keras callbacks, called as `model.fit` calls them. A
             callback whose state must survive a resume can define
-            `get_checkpoint_state()` (returning `{name: numpy array}`) and
-            `set_checkpoint_state(state)`; values it adds to `logs` in
-            `on_epoch_end` are kept in the history.
+            `get_checkpoint_state()` (returning `{name: numpy array}`, of
+            numbers or booleans) and `set_checkpoint_state(state)`; values
+            it adds to `logs` in `on_epoch_end` are kept in the history.
         steps_per_execution: Positive integer, passed to `model.compile`
             (the custom loop runs one step per call).
         verbose: 0, 1 or 2, as in `model.fit`.
 
     Returns:
         A `FitResult`.
+
+    Raises:
+        ValueError: An argument is invalid, or the checkpoint in
+            `checkpoint_dir` was written by another model (other variables).
     """
     for name, value in (
         ("model_fn", model_fn),
@@ -178,19 +203,11 @@ def fit(
 
     checkpoint = None
     if checkpoint_dir is not None:
-        checkpoint = Path(checkpoint_dir) / _CHECKPOINT
-    # `variables`, not `weights`: the random generators' states (dropout) too.
-    variables = list(model.variables) + list(optimizer.variables)
+        checkpoint = _RunCheckpoint(checkpoint_dir, model, optimizer, config)
     start, history, divergence = 0, {}, None
-    saved = None
-    if checkpoint is not None:
-        saved = load_checkpoint(checkpoint, variables, config=config)
+    saved = None if checkpoint is None else checkpoint.restore(callbacks)
     if saved is not None:
-        state, arrays = saved
-        start, history, divergence = (
-            state[k] for k in ("epoch", "history", "divergence")
-        )
-        _restore_callbacks(callbacks, arrays)
+        start, history, divergence = saved
     guard = StopOnDivergence()
     epoch = start
     while epoch < epochs and divergence is None:
@@ -218,106 +235,155 @@ def fit(
         divergence = guard.message
         epoch += 1
         if checkpoint is not None and distribute.is_chief(strategy):
-            save_checkpoint(
-                checkpoint,
-                variables,
-                {"epoch": epoch, "history": history, "divergence": divergence},
-                config=config,
-                arrays=_callback_arrays(callbacks),
-            )
+            checkpoint.save(epoch, history, divergence, callbacks)
     return FitResult(model, history, epoch, start, divergence)
 
 
 def remove_checkpoint(checkpoint_dir):
-    """Deletes the checkpoint `fit` wrote in `checkpoint_dir`, and the folder
-    when nothing else is left in it. Other files are never touched."""
+    """Deletes the checkpoints in `checkpoint_dir`, then the folder if empty.
+
+    Deletes only the files a `tf.train.CheckpointManager` with the default
+    `checkpoint_name` writes there (as `fit` does), including those a kill
+    while saving leaves; other files are never touched.
+
+    Args:
+        checkpoint_dir: The folder, as passed to `fit`. It may not exist.
+    """
     folder = Path(checkpoint_dir)
-    for name in (_CHECKPOINT, _CHECKPOINT + ".partial"):
-        (folder / name).unlink(missing_ok=True)
-    if folder.is_dir() and not any(folder.iterdir()):
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if path.is_file() and _CHECKPOINT_FILES.fullmatch(path.name):
+            path.unlink()
+        elif path.is_dir() and _CHECKPOINT_PARTS.fullmatch(path.name):
+            for part in path.iterdir():
+                if part.is_file() and _CHECKPOINT_PART.fullmatch(part.name):
+                    part.unlink()
+            if not any(path.iterdir()):
+                path.rmdir()
+    if not any(folder.iterdir()):
         folder.rmdir()
 
 
-def save_checkpoint(path, variables, state, *, config=None, arrays=None):
-    """Writes `variables`, `state` and `arrays` into one file at `path`,
-    atomically: written beside `path`, synced, then renamed over it.
+class _RunCheckpoint:
+    """`fit`'s checkpoints in `directory`, through a `tf.train.CheckpointManager`.
 
-    Args:
-        path: The checkpoint file (its folder is created).
-        variables: Keras or TensorFlow variables (anything with `.numpy()`).
-        state: A JSON-serializable dict (epoch, history, ...).
-        config: A JSON-serializable description of the run, checked by
-            `load_checkpoint`.
-        arrays: A dict of extra numpy arrays.
+    One `tf.train.Checkpoint` holds the model's and the optimizer's Keras
+    variables (trackable on the TensorFlow backend; listed, because the
+    object graph of the model does not reach a `SeedGenerator`'s state), the
+    epoch, the history, the divergence and the `config` as JSON strings, the
+    callbacks' states, and a `layout` (the variables' shapes and dtypes, the
+    callbacks' state names and dtypes) read first to check a resume.
     """
-    path = Path(path)
-    values = {f"variable_{i}": v.numpy() for i, v in enumerate(variables)}
-    values.update({f"array/{k}": np.asarray(v) for k, v in (arrays or {}).items()})
-    metadata = {
-        "config": json.dumps(config, sort_keys=True),
-        "state": state,
-        "variables": len(variables),
-    }
-    values["metadata"] = np.array(json.dumps(metadata))
-    buffer = io.BytesIO()
-    np.savez(buffer, **values)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "wb") as file:
-        file.write(buffer.getvalue())
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(partial, path)
 
-
-def load_checkpoint(path, variables, *, config=None):
-    """Restores a `save_checkpoint` file into `variables`.
-
-    Returns `(state, arrays)`, or `None` when there is no file at `path` or it
-    was written for another `config` (a message says so).
-
-    Raises:
-        ValueError: the file holds another number of variables (another
-            model wrote it).
-    """
-    path = Path(path)
-    if not path.exists():
-        return None
-    with np.load(path, allow_pickle=False) as saved:
-        metadata = json.loads(str(saved["metadata"]))
-        if metadata["config"] != json.dumps(config, sort_keys=True):
-            print(f"{path} is from another configuration: starting afresh")
-            return None
-        if metadata["variables"] != len(variables):
-            raise ValueError(
-                f"The checkpoint {path} holds {metadata['variables']} variables "
-                f"but this model and optimizer have {len(variables)}; it was "
-                "written by another model. Delete it or use another "
-                "checkpoint_dir."
-            )
-        for i, variable in enumerate(variables):
-            variable.assign(saved[f"variable_{i}"])
-        arrays = {
-            key[len("array/") :]: saved[key]
-            for key in saved.files
-            if key.startswith("array/")
+    def __init__(self, directory, model, optimizer, config):
+        self.directory = str(directory)
+        self.config = json.dumps(config, sort_keys=True)
+        variables = [*model.variables, *optimizer.variables]
+        self.signature = [[list(v.shape), str(v.dtype)] for v in variables]
+        self.metadata = {
+            "epoch": tf.Variable(0, dtype=tf.int64, trainable=False),
+            # JSON strings; "" (no JSON value) until saved or restored.
+            **{
+                name: tf.Variable("", trainable=False)
+                for name in ("history", "divergence", "config", "layout")
+            },
         }
-    return metadata["state"], arrays
+        self.checkpoint = tf.train.Checkpoint(
+            model=list(model.variables),
+            optimizer=list(optimizer.variables),
+            callbacks={},
+            **self.metadata,
+        )
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, self.directory, max_to_keep=1
+        )
 
+    def restore(self, callbacks):
+        """Restores the latest checkpoint into the variables and `callbacks`.
 
-def _callback_arrays(callbacks):
-    arrays = {}
-    for i, callback in enumerate(callbacks):
-        if hasattr(callback, "get_checkpoint_state"):
-            for key, value in callback.get_checkpoint_state().items():
-                arrays[f"callback_{i}/{key}"] = value
-    return arrays
+        Returns:
+            `(epoch, history, divergence)`, or `None` when there is no
+            checkpoint or it was made with another `config` (with a warning).
 
-
-def _restore_callbacks(callbacks, arrays):
-    for i, callback in enumerate(callbacks):
-        if hasattr(callback, "set_checkpoint_state"):
-            prefix = f"callback_{i}/"
-            callback.set_checkpoint_state(
-                {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+        Raises:
+            ValueError: The checkpoint holds other variables (another model
+                or optimizer wrote it).
+        """
+        path = self.manager.latest_checkpoint
+        if path is None:
+            return None
+        tf.train.Checkpoint(**self.metadata).read(path).expect_partial()
+        if self.metadata["config"].numpy().decode() != self.config:
+            warnings.warn(
+                f"The checkpoint in {self.directory} was made with another "
+                "configuration: starting afresh (it will be replaced).",
+                stacklevel=3,
             )
+            return None
+        layout = json.loads(self.metadata["layout"].numpy().decode())
+        if layout["variables"] != self.signature:
+            raise ValueError(
+                f"The checkpoint in {self.directory} holds "
+                f"{len(layout['variables'])} variables but this model and "
+                f"optimizer have {len(self.signature)} (or of other shapes or "
+                "dtypes); it was written by another model. Delete it or use "
+                "another checkpoint_dir."
+            )
+        states = {
+            index: {
+                key: tf.Variable(
+                    tf.zeros([], dtype), shape=tf.TensorShape(None), trainable=False
+                )
+                for key, dtype in keys.items()
+            }
+            for index, keys in layout["callbacks"].items()
+        }
+        self.checkpoint.callbacks = states
+        # Created now (a save made it), so that it is restored and the check
+        # that the checkpoint and the objects match is complete.
+        _ = self.checkpoint.save_counter
+        self.checkpoint.read(path).assert_consumed()
+        for i, callback in enumerate(callbacks):
+            if hasattr(callback, "set_checkpoint_state"):
+                callback.set_checkpoint_state(
+                    {
+                        key: np.asarray(variable.numpy())
+                        for key, variable in states.get(str(i), {}).items()
+                    }
+                )
+        return (
+            int(self.metadata["epoch"].numpy()),
+            json.loads(self.metadata["history"].numpy()),
+            json.loads(self.metadata["divergence"].numpy()),
+        )
+
+    def save(self, epoch, history, divergence, callbacks):
+        """Saves a checkpoint of the end of epoch `epoch` (1-based)."""
+        states = {
+            str(i): {
+                key: tf.Variable(
+                    np.asarray(value), shape=tf.TensorShape(None), trainable=False
+                )
+                for key, value in callback.get_checkpoint_state().items()
+            }
+            for i, callback in enumerate(callbacks)
+            if hasattr(callback, "get_checkpoint_state")
+        }
+        layout = {
+            "variables": self.signature,
+            "callbacks": {
+                index: {key: v.dtype.name for key, v in keys.items()}
+                for index, keys in states.items()
+            },
+        }
+        self.checkpoint.callbacks = states
+        for name, value in (
+            ("epoch", epoch),
+            ("history", json.dumps(history)),
+            ("divergence", json.dumps(divergence)),
+            ("config", self.config),
+            ("layout", json.dumps(layout)),
+        ):
+            self.metadata[name].assign(value)
+        self.manager.save(checkpoint_number=epoch)

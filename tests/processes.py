@@ -4,6 +4,8 @@ import signal
 import subprocess
 import time
 
+import tensorflow as tf
+
 
 def kill_when_written(command, path, env, timeout=120):
     """Starts `command`, waits until the file `path` exists (its first
@@ -20,3 +22,13 @@ def kill_when_written(command, path, env, timeout=120):
     finally:
         process.kill()
         process.wait()
+
+
+def checkpoint_epoch(folder):
+    """The epochs completed at the latest checkpoint `training.fit` saved in
+    `folder`: its `epoch` variable, named as `tf.train.list_variables` shows."""
+    return int(
+        tf.train.load_checkpoint(str(folder)).get_tensor(
+            "epoch/.ATTRIBUTES/VARIABLE_VALUE"
+        )
+    )

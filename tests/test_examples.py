@@ -1,4 +1,3 @@
-import json
 import os
 import re
 import subprocess
@@ -8,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from tests.processes import kill_when_written
+from tests.processes import checkpoint_epoch, kill_when_written
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "static_arithmetic.py"
 
@@ -63,10 +62,9 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
 
-    state = tmp_path / "killed_checkpoints" / "mul" / "nalu" / "1" / "checkpoint.npz"
+    state = tmp_path / "killed_checkpoints" / "mul" / "nalu" / "1" / "checkpoint"
     kill_when_written(command("killed"), state, env)
-    with np.load(state) as saved:
-        killed_at = 500 * json.loads(str(saved["metadata"]))["state"]["epoch"]
+    killed_at = 500 * checkpoint_epoch(state.parent)
     assert 0 < killed_at < 6000 and not (tmp_path / "killed_model").exists()
 
     resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)

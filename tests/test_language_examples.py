@@ -62,8 +62,8 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
 
 
 def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path):
-    # Both seeds are best after the first epoch (step 10): the resumed run must
-    # keep the best weights from its checkpoint (KeepBest's state).
+    # A seed whose best step came before the kill: the resumed run must keep
+    # the best weights from its checkpoint (KeepBest's state).
     def command(name):
         return [sys.executable, str(EXAMPLES / "number_translation.py"),
                 "--seeds", "2", "--steps", "60", "--eval-every", "10", "--sizes",
@@ -76,7 +76,7 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
 
-    state = tmp_path / "killed_checkpoints" / "nalu" / "8" / "0.2" / "checkpoint.npz"
+    state = tmp_path / "killed_checkpoints" / "nalu" / "8" / "0.2" / "checkpoint"
     kill_when_written(command("killed"), state, ENV)
     assert not (tmp_path / "killed.json").exists()
 
@@ -98,7 +98,9 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
 
     assert results("killed") == results("whole")
     runs = results("whole")[0]["LSTM + NALU"]["size 8, lr 0.2"]
-    assert [run["best_step"] for run in runs] == [10, 10]
+    # Which steps are best depends on the TensorFlow build's float rounding;
+    # what matters is that one of them came before the kill.
+    assert min(run["best_step"] for run in runs) <= 10 * killed_at
 
 
 def test_program_evaluation_trains_prints_and_exports(tmp_path):

@@ -14,7 +14,7 @@ from nalu_research.tasks.program_evaluation import (
     program_text,
     run_program,
 )
-from tests.processes import kill_when_written
+from tests.processes import checkpoint_epoch, kill_when_written
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "program_evaluation.py"
 
@@ -159,13 +159,9 @@ def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
 
-    state = (
-        tmp_path / "killed_checkpoints" / "program" / "lstm" / "1" / "checkpoint.npz"
-    )
+    state = tmp_path / "killed_checkpoints" / "program" / "lstm" / "1" / "checkpoint"
     kill_when_written(command("killed"), state, env)
-    with np.load(state) as saved:
-        metadata = json.loads(str(saved["metadata"]))
-    killed_at = metadata.get("state", metadata)["epoch"]  # epochs completed
+    killed_at = checkpoint_epoch(state.parent)  # epochs completed
     assert 0 < killed_at < 10 and not (tmp_path / "killed.json").exists()
 
     resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)

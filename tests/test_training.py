@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from keras_nalu import NALU, NAU, NMU
 from keras_nalu.distribute import Trainer
-from keras_nalu.training import fit
+from keras_nalu.training import fit, remove_checkpoint
 
 LOOPS = ("fit", "custom")
 EPOCHS, STEPS, BATCH = 4, 5, 16
@@ -153,11 +153,13 @@ def test_each_epoch_gets_its_own_data():
     assert seen == list(range(EPOCHS))
 
 
-def test_another_config_starts_afresh(tmp_path, capsys):
+def test_another_config_starts_afresh_with_a_warning(tmp_path):
     train("fit", tmp_path, config={"lr": 0.01})
-    again = train("fit", tmp_path, config={"lr": 0.02})
+    with pytest.warns(UserWarning, match="another configuration: starting afresh"):
+        again = train("fit", tmp_path, config={"lr": 0.02})
     assert again.resumed_at == 0 and again.epochs == EPOCHS
-    assert "another configuration" in capsys.readouterr().out
+    # The new run replaced the checkpoint: it resumes under its own config.
+    assert train("fit", tmp_path, config={"lr": 0.02}).resumed_at == EPOCHS
 
 
 @pytest.mark.parametrize("loop", LOOPS)
@@ -206,12 +208,43 @@ def test_a_checkpoint_of_another_model_is_refused(tmp_path):
         )
 
 
+def leave_a_half_written_checkpoint(folder, number):
+    """What a kill while saving checkpoint `number` leaves beside the previous
+    one: its parts, half of its merged files, and half of the new `checkpoint`
+    file that would have named it."""
+    parts = folder / f"ckpt-{number}_temp"
+    parts.mkdir()
+    (parts / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"half")
+    (parts / "part-00000-of-00001.index").write_bytes(b"half")
+    (folder / f"ckpt-{number}.index").write_bytes(b"half")
+    (folder / f"ckpt-{number}.data-00000-of-00001").write_bytes(b"half")
+    (folder / f"checkpoint.tmp{'0' * 32}").write_text("half")
+
+
 def test_a_kill_while_writing_leaves_the_previous_checkpoint(tmp_path):
-    train("fit", tmp_path)
-    # What a kill during a write leaves: a partial file beside the checkpoint.
-    (tmp_path / "checkpoint.npz.partial").write_bytes(b"half")
-    again = train("fit", tmp_path)
-    assert again.resumed_at == EPOCHS
+    whole = train("fit")
+    with pytest.raises(KeyboardInterrupt):
+        train("fit", tmp_path, callbacks=[Interrupt(at=2)])
+    leave_a_half_written_checkpoint(tmp_path, 3)
+    resumed = train("fit", tmp_path)
+    assert resumed.resumed_at == 2  # and it saved over the half-written files
+    for a, b in zip(weights(whole.model), weights(resumed.model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert train("fit", tmp_path).resumed_at == EPOCHS
+
+
+def test_remove_checkpoint_deletes_only_the_checkpoint(tmp_path):
+    folder = tmp_path / "run"
+    train("fit", folder)
+    leave_a_half_written_checkpoint(folder, EPOCHS + 1)
+    (folder / "notes.txt").write_text("mine")
+    remove_checkpoint(folder)
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+    (folder / "notes.txt").unlink()
+    train("fit", folder)
+    remove_checkpoint(folder)
+    assert not folder.exists()
+    remove_checkpoint(folder)  # nothing there: nothing to do
 
 
 def test_trainer_fit_runs_callbacks_and_stops_when_asked():

@@ -35,8 +35,10 @@ class ConfiguredNALU(keras.layers.Layer):
         kernel_initializer: Initializer for the kernels `K` that map the
             control input to the NALU's parameters.
         bias_initializer: Initializer for the biases `b`.
-        kernel_regularizer, bias_regularizer: Regularizers for `K` and `b`.
-        kernel_constraint, bias_constraint: Constraints for `K` and `b`.
+        kernel_regularizer: Regularizer for the kernels `K`.
+        bias_regularizer: Regularizer for the biases `b`.
+        kernel_constraint: Constraint for the kernels `K`.
+        bias_constraint: Constraint for the biases `b`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -51,11 +53,16 @@ class ConfiguredNALU(keras.layers.Layer):
         `(batch_size, ..., units)`.
 
     Attributes:
-        w_hat_kernel, m_hat_kernel, gate_kernel (and mul_w_hat_kernel,
-            mul_m_hat_kernel): Kernels of shape
-            `(control_dim, input_dim * units)`.
-        w_hat_bias, m_hat_bias, gate_bias (and mul_w_hat_bias,
-            mul_m_hat_bias): Biases of shape `(input_dim * units,)`.
+        w_hat_kernel: Kernel `K_w` of shape `(control_dim, input_dim * units)`.
+        m_hat_kernel: Kernel `K_m`, of the same shape.
+        gate_kernel: Kernel `K_g`, of the same shape.
+        mul_w_hat_kernel: Kernel of `mul_w_hat`, only with `tied_weights=False`.
+        mul_m_hat_kernel: Kernel of `mul_m_hat`, only with `tied_weights=False`.
+        w_hat_bias: Bias `b_w` of shape `(input_dim * units,)`.
+        m_hat_bias: Bias `b_m`, of the same shape.
+        gate_bias: Bias `b_g`, of the same shape.
+        mul_w_hat_bias: Bias of `mul_w_hat`, only with `tied_weights=False`.
+        mul_m_hat_bias: Bias of `mul_m_hat`, only with `tied_weights=False`.
 
     Example:
 

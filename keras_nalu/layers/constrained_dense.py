@@ -34,10 +34,12 @@ class ConstrainedDense(keras.layers.Layer):
         kernel_initializer: Initializer for `kernel` (`W`, or `W_hat`).
         m_hat_initializer: Initializer for `m_hat` (`"nac"` only).
         bias_initializer: Initializer for `bias`.
-        kernel_regularizer, m_hat_regularizer, bias_regularizer:
-            Regularizers for the weights of the same names.
-        kernel_constraint, m_hat_constraint, bias_constraint: Constraints for
-            the weights of the same names.
+        kernel_regularizer: Regularizer for `kernel`.
+        m_hat_regularizer: Regularizer for `m_hat` (`"nac"` only).
+        bias_regularizer: Regularizer for `bias`.
+        kernel_constraint: Constraint for `kernel`.
+        m_hat_constraint: Constraint for `m_hat` (`"nac"` only).
+        bias_constraint: Constraint for `bias`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:

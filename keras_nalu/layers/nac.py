@@ -35,7 +35,8 @@ class NAC(keras.layers.Layer):
         N-D tensor with shape `(batch_size, ..., units)`.
 
     Attributes:
-        w_hat, m_hat: The trainable weights, of shape `(input_dim, units)`.
+        w_hat: Trainable weight `W_hat`, of shape `(input_dim, units)`.
+        m_hat: Trainable weight `M_hat`, of shape `(input_dim, units)`.
         effective_kernel: The matrix `W` the layer applies (read-only).
 
     Example:

@@ -13,11 +13,11 @@ class NACCell(RecurrentCellMixin, NAC):
     and on the state, the cell keeps a running sum over any length, exact as
     long as the sums are exact in float32 (integers below 2^24).
 
+    The cell takes the arguments of `keras_nalu.NAC`: `units`, then the
+    initializers, regularizers and constraints of `w_hat` and `m_hat`.
+
     Args:
         units: Positive integer, dimensionality of the output and state.
-        w_hat_initializer, m_hat_initializer, w_hat_regularizer,
-        m_hat_regularizer, w_hat_constraint, m_hat_constraint: As for
-            `keras_nalu.NAC`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -26,8 +26,9 @@ class NACCell(RecurrentCellMixin, NAC):
         training: Unused; accepted for the RNN cell contract.
 
     Attributes:
-        w_hat, m_hat: Trainable weights of shape `(input_dim + units, units)`;
-            the first `input_dim` rows read `x_t`, the rest read `h_{t-1}`.
+        w_hat: Trainable weight of shape `(input_dim + units, units)`; the
+            first `input_dim` rows read `x_t`, the rest read `h_{t-1}`.
+        m_hat: Trainable weight of the same shape and layout.
         effective_kernel: The matrix `W` the cell applies (read-only).
 
     Example:

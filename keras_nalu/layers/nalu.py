@@ -34,14 +34,20 @@ class NALU(NAC):
         w_hat_initializer: Initializer for `w_hat`.
         m_hat_initializer: Initializer for `m_hat`.
         gate_initializer: Initializer for `gate_kernel`.
-        mul_w_hat_initializer, mul_m_hat_initializer: Initializers for
-            `mul_w_hat` and `mul_m_hat` (used with `tied_weights=False`).
-        w_hat_regularizer, m_hat_regularizer, gate_regularizer,
-        mul_w_hat_regularizer, mul_m_hat_regularizer: Regularizers for the
-            weights of the same names.
-        w_hat_constraint, m_hat_constraint, gate_constraint,
-        mul_w_hat_constraint, mul_m_hat_constraint: Constraints for the
-            weights of the same names.
+        mul_w_hat_initializer: Initializer for `mul_w_hat` (used with
+            `tied_weights=False`).
+        mul_m_hat_initializer: Initializer for `mul_m_hat` (used with
+            `tied_weights=False`).
+        w_hat_regularizer: Regularizer for `w_hat`.
+        m_hat_regularizer: Regularizer for `m_hat`.
+        gate_regularizer: Regularizer for `gate_kernel`.
+        mul_w_hat_regularizer: Regularizer for `mul_w_hat`.
+        mul_m_hat_regularizer: Regularizer for `mul_m_hat`.
+        w_hat_constraint: Constraint for `w_hat`.
+        m_hat_constraint: Constraint for `m_hat`.
+        gate_constraint: Constraint for `gate_kernel`.
+        mul_w_hat_constraint: Constraint for `mul_w_hat`.
+        mul_m_hat_constraint: Constraint for `mul_m_hat`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -54,8 +60,12 @@ class NALU(NAC):
         N-D tensor with shape `(batch_size, ..., units)`.
 
     Attributes:
-        w_hat, m_hat, gate_kernel: Trainable weights, `(input_dim, units)`.
-        mul_w_hat, mul_m_hat: Weights of the multiplicative path, only with
+        w_hat: Trainable weight `W_hat`, `(input_dim, units)`.
+        m_hat: Trainable weight `M_hat`, `(input_dim, units)`.
+        gate_kernel: Trainable weight `G`, `(input_dim, units)`.
+        mul_w_hat: `W_hat` of the multiplicative path, only with
+            `tied_weights=False`.
+        mul_m_hat: `M_hat` of the multiplicative path, only with
             `tied_weights=False`.
         effective_kernel: `W` of the additive path (read-only).
         effective_mul_kernel: `W` of the multiplicative path (read-only).

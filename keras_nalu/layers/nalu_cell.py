@@ -15,10 +15,14 @@ class NALUCell(RecurrentCellMixin, NALU):
     `"mixed_float16"` wrap the cell as `keras.layers.RNN(cell, dtype="float32")`
     to return float32 as well.
 
+    The cell takes the arguments of `keras_nalu.NALU`: `units`, `epsilon`,
+    `tied_weights`, then the initializers, regularizers and constraints of
+    its weights.
+
     Args:
         units: Positive integer, dimensionality of the output and state.
-        epsilon, tied_weights, and the initializers, regularizers and
-            constraints: As for `keras_nalu.NALU`.
+        epsilon: Positive float added to `|x|` before the logarithm.
+        tied_weights: Whether the additive and multiplicative paths share `W`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -27,9 +31,12 @@ class NALUCell(RecurrentCellMixin, NALU):
         training: Unused; accepted for the RNN cell contract.
 
     Attributes:
-        w_hat, m_hat, gate_kernel (and mul_w_hat, mul_m_hat): Trainable
-            weights of shape `(input_dim + units, units)`; the first
-            `input_dim` rows read `x_t`, the rest read `h_{t-1}`.
+        w_hat: Trainable weight of shape `(input_dim + units, units)`; the
+            first `input_dim` rows read `x_t`, the rest read `h_{t-1}`.
+        m_hat: Trainable weight of the same shape and layout.
+        gate_kernel: Trainable weight of the same shape and layout.
+        mul_w_hat: As `w_hat`, only with `tied_weights=False`.
+        mul_m_hat: As `m_hat`, only with `tied_weights=False`.
 
     Example:
 

@@ -8,6 +8,7 @@ on 4-digit integers; the score is the percentage of digits of the rounded
 prediction that match the target.
 
 Models:
+
 - LSTM: an LSTM over the steps (value and one-hot token), a linear readout of
   its last output.
 - NALU: a recurrent NALU "configured by" an LSTM. At each step the LSTM reads

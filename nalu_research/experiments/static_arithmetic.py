@@ -16,7 +16,7 @@ of an uninterrupted run. The checkpoints are deleted when the script finishes.
 `--strategy mirrored|multi-worker` trains on the local devices or on the hosts
 of `TF_CONFIG` (`keras_nalu.training.fit`).
 
-    python examples/static_arithmetic.py                 # the `make demo` run
+    python examples/static_arithmetic.py
     python examples/static_arithmetic.py --operation add --runs 3
 """
 

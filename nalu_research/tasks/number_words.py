@@ -117,6 +117,8 @@ def split_numbers(seed=0):
     every token appears in training; the remaining 831 numbers are shuffled
     and split into 200 validation and 631 test numbers. Fixed by `seed`.
 
+    Example:
+
     >>> splits = split_numbers(seed=0)
     >>> [len(splits[name]) for name in ("train", "validation", "test")]
     [169, 200, 631]

@@ -32,16 +32,26 @@ class INALU(ScheduledPenaltyMixin, NAC):
         units: Positive integer, dimensionality of the output space.
         epsilon: Positive float added to `|x|` before the logarithm.
         max_exponent: Positive float, the largest exponent of `m`.
-        regularization_strength, regularization_start, regularization_end:
-            The penalty's schedule, as for `keras_nalu.NAU`.
+        regularization_strength: The penalty's largest weight, as for
+            `keras_nalu.NAU`.
+        regularization_start: Training step at which the penalty starts.
+        regularization_end: Training step at which it reaches full strength.
         regularization_threshold: Positive float `t` of the penalty.
-        w_hat_initializer, m_hat_initializer, mul_w_hat_initializer,
-        mul_m_hat_initializer, gate_initializer: Initializers of the weights
-            of the same names (the gate's default, zeros, starts at 0.5).
-        w_hat_regularizer, m_hat_regularizer, mul_w_hat_regularizer,
-        mul_m_hat_regularizer, gate_regularizer: Their regularizers.
-        w_hat_constraint, m_hat_constraint, mul_w_hat_constraint,
-        mul_m_hat_constraint, gate_constraint: Their constraints.
+        w_hat_initializer: Initializer for `w_hat`.
+        m_hat_initializer: Initializer for `m_hat`.
+        mul_w_hat_initializer: Initializer for `mul_w_hat`.
+        mul_m_hat_initializer: Initializer for `mul_m_hat`.
+        gate_initializer: Initializer for `gate` (default zeros: the gate starts at 0.5).
+        w_hat_regularizer: Regularizer for `w_hat`.
+        m_hat_regularizer: Regularizer for `m_hat`.
+        mul_w_hat_regularizer: Regularizer for `mul_w_hat`.
+        mul_m_hat_regularizer: Regularizer for `mul_m_hat`.
+        gate_regularizer: Regularizer for `gate`.
+        w_hat_constraint: Constraint for `w_hat`.
+        m_hat_constraint: Constraint for `m_hat`.
+        mul_w_hat_constraint: Constraint for `mul_w_hat`.
+        mul_m_hat_constraint: Constraint for `mul_m_hat`.
+        gate_constraint: Constraint for `gate`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -55,10 +65,15 @@ class INALU(ScheduledPenaltyMixin, NAC):
         N-D tensor with shape `(batch_size, ..., units)`.
 
     Attributes:
-        w_hat, m_hat, mul_w_hat, mul_m_hat: Trainable weights,
+        w_hat: Trainable weight `W_hat` of the additive path,
             `(input_dim, units)`.
+        m_hat: Trainable weight `M_hat` of the additive path.
+        mul_w_hat: `W_hat` of the multiplicative path.
+        mul_m_hat: `M_hat` of the multiplicative path.
         gate: Trainable gate logits, `(units,)`.
-        effective_kernel, effective_mul_kernel: `W` and `W_mul` (read-only).
+        effective_kernel: `W = tanh(w_hat) * sigmoid(m_hat)` (read-only).
+        effective_mul_kernel: `W_mul`, the same of the multiplicative path
+            (read-only).
 
     Example:
 

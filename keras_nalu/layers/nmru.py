@@ -20,10 +20,14 @@ class NMRU(NMU):
     Args:
         units: Positive integer, dimensionality of the output space.
         epsilon: Positive float, the smallest `|x|` a reciprocal is taken of.
-        regularization_strength, regularization_start, regularization_end:
-            The penalty's schedule, as for `keras_nalu.NAU`.
-        kernel_initializer, kernel_regularizer, kernel_constraint: As for
-            `keras_nalu.NMU`.
+        regularization_strength: The penalty's largest weight, as for
+            `keras_nalu.NAU`.
+        regularization_start: Training step at which the penalty starts.
+        regularization_end: Training step at which it reaches full strength.
+        kernel_initializer: Initializer for `kernel`, as for `keras_nalu.NMU`.
+        kernel_regularizer: Regularizer for `kernel`, on top of the penalty.
+        kernel_constraint: Constraint for `kernel`; the kernel is clipped to
+            `[0, 1]` after it.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:

@@ -22,8 +22,10 @@ class NMU(SparseUnit):
 
     Args:
         units: Positive integer, dimensionality of the output space.
-        regularization_strength, regularization_start, regularization_end:
-            The penalty's schedule, as for `keras_nalu.NAU`.
+        regularization_strength: The penalty's largest weight, as for
+            `keras_nalu.NAU`.
+        regularization_start: Training step at which the penalty starts.
+        regularization_end: Training step at which it reaches full strength.
         kernel_initializer: Initializer for `kernel` (default: Madsen &
             Johansen's `U[0.25, 0.75]`, `keras_nalu.initializers.NMUUniform`).
         kernel_regularizer: Regularizer for `kernel`, on top of the penalty.

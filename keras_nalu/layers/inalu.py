@@ -41,7 +41,8 @@ class INALU(ScheduledPenaltyMixin, NAC):
         m_hat_initializer: Initializer for `m_hat`.
         mul_w_hat_initializer: Initializer for `mul_w_hat`.
         mul_m_hat_initializer: Initializer for `mul_m_hat`.
-        gate_initializer: Initializer for `gate` (default zeros: the gate starts at 0.5).
+        gate_initializer: Initializer for `gate` (default zeros: the gate
+            starts at 0.5).
         w_hat_regularizer: Regularizer for `w_hat`.
         m_hat_regularizer: Regularizer for `m_hat`.
         mul_w_hat_regularizer: Regularizer for `mul_w_hat`.

@@ -2,17 +2,28 @@
 
 The static arithmetic task of Madsen & Johansen (2020): every seed draws its own
 pair of slices, its own initial weights and its own stream of fresh batches, and
-the models of all seeds train side by side along a leading seed axis. The math
-of NAC and NALU is `keras_nalu.ops` (the same functions the layers call), the
-optimizer is Adam written out elementwise, so each seed trains exactly as it
-would alone; a seed that diverges to NaN does not touch the others.
+the models of all seeds train side by side along a leading seed axis.
+
+One source of truth: the engine reads everything a layer defines from the
+layer. A seed's initial weights are those of the Keras layers themselves
+(`keras_nalu.NAU`, ..., `keras.layers.Dense` for the MLPs), built with their
+default initializers drawing from `keras.random.SeedGenerator(seed)`; the
+clipping after each update is the layers' own weight constraint; the penalty
+schedules, `epsilon` and iNALU's threshold are the layers' defaults; the math is
+`keras_nalu.ops` (the functions the layers call); and the optimizer is
+`keras.optimizers.Adam`, whose update is elementwise, so each seed's slice of a
+stacked weight trains exactly as it would alone, and a seed that diverges to
+NaN does not touch the others.
 
 The loop is compiled with `tf.function` (TensorFlow backend): data are drawn
 inside the graph from stateless seeds `(seed, step)`, so the stream depends
-only on the seed and the step.
+only on the seed and the step. `StaticBenchmark.run` checkpoints with
+`tf.train.Checkpoint` and `tf.train.CheckpointManager`.
 """
 
-import math
+import functools
+import json
+import logging
 import time
 
 import keras
@@ -20,13 +31,14 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU
 from keras_nalu import ops as nalu_ops
-from keras_nalu import training
 from keras_nalu.initializers import NMUUniform
-from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from nalu_research import _checks
 from nalu_research.tasks.metrics import paper_scale, sparsity_error, success_threshold
 from nalu_research.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
+
+logger = logging.getLogger(__name__)
 
 HIDDEN = 2
 
@@ -42,6 +54,9 @@ MLP_ACTIVATIONS = (
     "crelu",
     "linear",
 )
+# The unit layers, by the names the unit models use.
+LAYERS = {"nac": NAC, "nalu": NALU, "nau": NAU, "nmu": NMU, "nmru": NMRU,
+          "inalu": INALU}  # fmt: skip
 # Each unit model is two layers, input -> HIDDEN -> 1, of these kinds.
 UNIT_MODELS = {
     "nac": ("nac", "nac"),
@@ -53,84 +68,109 @@ UNIT_MODELS = {
 }
 MODELS = tuple(UNIT_MODELS) + MLP_ACTIVATIONS
 
-# Clipping of the NAU-family kernels, as in the layers.
-_BOUNDS = {"nau": (-1.0, 1.0), "nmu": (0.0, 1.0), "nmru": (0.0, 1.0)}
 
-# The penalty schedules, `(strength, start, end)`: the layers' defaults.
-SCHEDULES = {
-    "nau": tuple(DEFAULT_SCHEDULE.values()),
-    "nmu": tuple(DEFAULT_SCHEDULE.values()),
-    "nmru": tuple(DEFAULT_SCHEDULE.values()),
-    "inalu": (1.0, 20_000, 35_000),
-}
-
-
-def _uniform(rng, seeds, shape, center, limit):
-    return rng.uniform(center - limit, center + limit, size=(seeds, *shape))
-
-
-def _glorot(rng, seeds, fan_in, fan_out):
-    return _uniform(
-        rng, seeds, (fan_in, fan_out), 0.0, math.sqrt(6.0 / (fan_in + fan_out))
+def _invalid_model(model):
+    return ValueError(
+        f"Received an invalid value for `model`, expected one of {MODELS}. "
+        f"Received: model={model!r}"
     )
 
 
-def _init_layer(kind, rng, fan_in, fan_out, nmu_center=0.5):
-    """One layer's initial weights, as the Keras layer's default initializers."""
-    glorot_limit = math.sqrt(6.0 / (fan_in + fan_out))
-    if kind in ("nac", "nalu"):
-        names = ("w_hat", "m_hat") + (("gate",) if kind == "nalu" else ())
-        return {name: _glorot(rng, 1, fan_in, fan_out) for name in names}
-    if kind == "nau":  # NAUUniform
-        return {
-            "kernel": _uniform(rng, 1, (fan_in, fan_out), 0.0, min(0.5, glorot_limit))
-        }
-    if kind in ("nmu", "nmru"):  # NMUUniform, over 2 * fan_in rows for the NMRU
-        rows = fan_in * (2 if kind == "nmru" else 1)
-        limit = min(0.25, math.sqrt(6.0 / (rows + fan_out)))
-        return {"kernel": _uniform(rng, 1, (rows, fan_out), nmu_center, limit)}
-    names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")  # inalu
-    weights = {name: _glorot(rng, 1, fan_in, fan_out) for name in names}
-    return {**weights, "gate": np.zeros((1, fan_out))}
+@functools.cache
+def layer_defaults(kind):
+    """An unbuilt `LAYERS[kind]` with every argument at its default.
+
+    The engine reads the layers' settings from it (`epsilon`, `max_exponent`,
+    the penalty schedule, iNALU's `regularization_threshold`), so a change of
+    a layer's default changes the engine too.
+    """
+    return LAYERS[kind](1)
 
 
-def init_params(model, seeds, input_size, nmu_center=0.5):
+def _reconfigured(layer, **changes):
+    """A new layer of `layer`'s class and config, with `changes`."""
+    return type(layer).from_config({**layer.get_config(), **changes})
+
+
+def _seeded(layer, generator):
+    """`layer` (unbuilt) with every random initializer drawing from `generator`."""
+    changes = {}
+    for key, value in layer.get_config().items():
+        if key.endswith("_initializer"):
+            initializer = keras.initializers.get(value)
+            config = initializer.get_config()
+            if "seed" in config:  # Keras's random initializers
+                config["seed"] = generator
+                changes[key] = type(initializer).from_config(config)
+    return _reconfigured(layer, **changes)
+
+
+def keras_layers(model, input_size, seed=None, nmu_center=None):
+    """The Keras layers of `model`, built for `input_size` input features.
+
+    A unit model's layers are `LAYERS[kind]` with their defaults, an MLP's two
+    `keras.layers.Dense` with theirs (`forward` applies the activation between
+    them). With `nmu_center`, NMU and NMRU kernels are drawn by
+    `keras_nalu.initializers.NMUUniform(center=nmu_center)`. With `seed`, the
+    layers' initializers all draw from one `keras.random.SeedGenerator(seed)`,
+    weight after weight in the order the layers create them, so the weights
+    depend on the seed alone.
+
+    Returns the list of built layers, input to output.
+    """
+    if model in UNIT_MODELS:
+        layers = []
+        for kind, units in zip(UNIT_MODELS[model], (HIDDEN, 1), strict=True):
+            layer = LAYERS[kind](units)
+            if nmu_center is not None and kind in ("nmu", "nmru"):
+                center = NMUUniform(center=nmu_center)
+                layer = _reconfigured(layer, kernel_initializer=center)
+            layers.append(layer)
+    elif model in MLP_ACTIVATIONS:
+        layers = [keras.layers.Dense(HIDDEN), keras.layers.Dense(1)]
+    else:
+        raise _invalid_model(model)
+    if seed is not None:
+        generator = keras.random.SeedGenerator(seed)
+        layers = [_seeded(layer, generator) for layer in layers]
+    widths = (input_size, 2 * HIDDEN if model == "crelu" else HIDDEN)
+    for layer, width in zip(layers, widths, strict=True):
+        layer.build((None, width))
+    return layers
+
+
+def layer_weights(layers):
+    """`{f"{name}_{i}": weight}`: the trainable weights of layer `i` of `layers`."""
+    return {
+        f"{weight.name}_{i}": weight
+        for i, layer in enumerate(layers)
+        for weight in layer.trainable_weights
+    }
+
+
+def _initial_weights(model, seeds, input_size, nmu_center):
+    """`{name: weight}` of `keras_layers(model, input_size, seed, nmu_center)`
+    for each distinct seed of `seeds`, by seed."""
+    return {
+        seed: layer_weights(keras_layers(model, input_size, seed, nmu_center))
+        for seed in dict.fromkeys(seeds)
+    }
+
+
+def init_params(model, seeds, input_size, nmu_center=None):
     """Initial weights of `model` for each seed of `seeds`, stacked on axis 0.
 
-    The Keras default initializers of every layer used (Glorot-uniform
-    kernels, zero biases and iNALU gates, Madsen & Johansen's for NAU, NMU
-    and NMRU, whose `NMUUniform` center is `nmu_center`), drawn from each seed
-    alone. Returns a dict of float32 arrays.
+    Seed `s`'s are those of `keras_layers(model, input_size, s, nmu_center)`:
+    the Keras layers' own default initializers (the units' and Keras's),
+    drawn from that seed alone. Returns a dict of float32 arrays.
     """
-    per_seed = [_init_one(model, input_size, seed, nmu_center) for seed in seeds]
-    return {name: np.stack([p[name] for p in per_seed]) for name in per_seed[0]}
-
-
-def _init_one(model, input_size, seed, nmu_center):
-    rng = np.random.default_rng(seed)
-    seeds = 1
-    width = 2 * HIDDEN if model == "crelu" else HIDDEN
-    if model in UNIT_MODELS:
-        params = {}
-        shapes = ((input_size, HIDDEN), (HIDDEN, 1))
-        for layer, (kind, shape) in enumerate(
-            zip(UNIT_MODELS[model], shapes, strict=True)
-        ):
-            for name, value in _init_layer(kind, rng, *shape, nmu_center).items():
-                params[f"{name}_{layer}"] = value
-    elif model in MLP_ACTIVATIONS:
-        params = {
-            "kernel_0": _glorot(rng, seeds, input_size, HIDDEN),
-            "bias_0": np.zeros((seeds, HIDDEN)),
-            "kernel_1": _glorot(rng, seeds, width, 1),
-            "bias_1": np.zeros((seeds, 1)),
-        }
-    else:
-        raise ValueError(
-            f"Received an invalid value for `model`, expected one of {MODELS}. "
-            f"Received: model={model!r}"
-        )
-    return {name: value[0].astype("float32") for name, value in params.items()}
+    seeds = list(seeds)
+    weights = _initial_weights(model, seeds, input_size, nmu_center)
+    names = weights[seeds[0]]
+    return {
+        name: np.stack([ops.convert_to_numpy(weights[s][name]) for s in seeds])
+        for name in names
+    }
 
 
 def _nac_weights(params, layer, prefix=""):
@@ -139,32 +179,42 @@ def _nac_weights(params, layer, prefix=""):
     )
 
 
-def _apply_layer(kind, params, layer, h, epsilon):
+def _apply_layer(kind, params, layer, h):
+    defaults = layer_defaults(kind)
     if kind == "nac":
         return nalu_ops.nac(h, _nac_weights(params, layer))
     if kind == "nalu":
-        w = _nac_weights(params, layer)
-        return nalu_ops.nalu(h, w, params[f"gate_{layer}"], epsilon=epsilon)
+        mul_w = None if defaults.tied_weights else _nac_weights(params, layer, "mul_")
+        return nalu_ops.nalu(
+            h,
+            _nac_weights(params, layer),
+            params[f"gate_kernel_{layer}"],
+            mul_w=mul_w,
+            epsilon=defaults.epsilon,
+        )
     if kind == "inalu":
         return nalu_ops.inalu(
             h,
             _nac_weights(params, layer),
             _nac_weights(params, layer, "mul_"),
             params[f"gate_{layer}"][:, None, :],
-            epsilon=epsilon,
+            epsilon=defaults.epsilon,
+            max_exponent=defaults.max_exponent,
         )
+    # The stored kernels stay in the layer's bounds (its constraint clips them
+    # after every update), so clipping them here would change nothing.
     kernel = params[f"kernel_{layer}"]
     if kind == "nmru":
-        return nalu_ops.nmru(h, kernel, epsilon)
+        return nalu_ops.nmru(h, kernel, defaults.epsilon)
     return {"nau": nalu_ops.nau, "nmu": nalu_ops.nmu}[kind](h, kernel)
 
 
-def forward(model, params, x, epsilon=nalu_ops.DEFAULT_EPSILON):
+def forward(model, params, x):
     """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`."""
     if model in UNIT_MODELS:
         h = x
         for layer, kind in enumerate(UNIT_MODELS[model]):
-            h = _apply_layer(kind, params, layer, h, epsilon)
+            h = _apply_layer(kind, params, layer, h)
         return h
     h = ops.matmul(x, params["kernel_0"]) + params["bias_0"][:, None, :]
     if model == "crelu":
@@ -174,32 +224,49 @@ def forward(model, params, x, epsilon=nalu_ops.DEFAULT_EPSILON):
     return ops.matmul(h, params["kernel_1"]) + params["bias_1"][:, None, :]
 
 
-def penalty(model, params):
-    """The sum over layers of each unit's penalty, per seed: shape `(seeds,)`.
+def layer_penalty(model, params, layer):
+    """Layer `layer`'s penalty per seed, `(seeds,)`, as the layer computes it.
 
-    The sparsity penalty of NAU, NMU and NMRU kernels, iNALU's penalty of its
-    latent weights (averaged over the four), as the layers add them; 0 for the
-    other models.
+    The sparsity penalty of a NAU, NMU or NMRU kernel clipped to the layer's
+    `[low, high]`, iNALU's penalty of its four latent weights (their mean);
+    None for layers without a penalty.
     """
+    kind = UNIT_MODELS[model][layer] if model in UNIT_MODELS else None
+    if kind in ("nau", "nmu", "nmru"):
+        unit = LAYERS[kind]
+        kernel = ops.clip(params[f"kernel_{layer}"], unit.low, unit.high)
+        return nalu_ops.sparsity_penalty(kernel)
+    if kind == "inalu":
+        threshold = layer_defaults(kind).regularization_threshold
+        names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")
+        return sum(
+            nalu_ops.inalu_penalty(params[f"{n}_{layer}"], threshold) for n in names
+        ) / len(names)
+    return None
+
+
+def penalty(model, params):
+    """The sum over layers of each layer's penalty, per seed: shape `(seeds,)`
+    (0 for models without one)."""
     total = 0.0
-    for layer, kind in enumerate(UNIT_MODELS.get(model, ())):
-        if kind in _BOUNDS:
-            kernel = ops.clip(params[f"kernel_{layer}"], *_BOUNDS[kind])
-            total += nalu_ops.sparsity_penalty(kernel)
-        elif kind == "inalu":
-            names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")
-            total += sum(
-                nalu_ops.inalu_penalty(params[f"{n}_{layer}"]) for n in names
-            ) / len(names)
+    for layer in range(len(UNIT_MODELS.get(model, ()))):
+        one = layer_penalty(model, params, layer)
+        if one is not None:
+            total += one
     return total
 
 
-def bounds(model):
-    """`{param name: (low, high)}` of the parameters clipped after each update."""
+def schedules(model):
+    """`{layer: (strength, start, end)}`: the default penalty schedule of each
+    layer of `model` that has one (`regularization_strength`, ...)."""
     return {
-        f"kernel_{layer}": _BOUNDS[kind]
+        layer: (
+            defaults.regularization_strength,
+            defaults.regularization_start,
+            defaults.regularization_end,
+        )
         for layer, kind in enumerate(UNIT_MODELS.get(model, ()))
-        if kind in _BOUNDS
+        if hasattr(defaults := layer_defaults(kind), "regularization_strength")
     }
 
 
@@ -209,7 +276,7 @@ def first_layer_weight(model, params):
     if kind in ("nac", "nalu"):
         return _nac_weights(params, 0)
     if kind == "nau":
-        return ops.clip(params["kernel_0"], -1.0, 1.0)
+        return ops.clip(params["kernel_0"], LAYERS[kind].low, LAYERS[kind].high)
     return None
 
 
@@ -246,14 +313,17 @@ class StaticBenchmark:
             "square", "sqrt"), or one of them as a string.
         seeds: Sequence of integer seeds, each run for every operation.
         batch_size: Fresh examples per step and run.
-        learning_rate: Adam's learning rate.
+        learning_rate: Adam's learning rate (`keras.optimizers.Adam`, its
+            other arguments at their defaults).
         eval_size: Examples per run in each of the fixed interpolation and
             extrapolation test sets.
         regularization: `(strength, start, end)` of the units' penalty
-            schedule (default: `SCHEDULES[model]`, the layers' defaults), or
-            None for no penalty. Ignored by models without one.
+            schedule, for every layer with one; `"default"` for each layer's
+            own default (`schedules(model)`), or None for no penalty. Ignored
+            by models without one.
         nmu_center: Center of the NMU and NMRU kernels' initial range
-            (`keras_nalu.initializers.NMUUniform`).
+            (`keras_nalu.initializers.NMUUniform`), or None for the layers'
+            default initializer.
         task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
             interpolation range must be one interval (batches are drawn in
             the graph); the extrapolation range may be a union.
@@ -268,14 +338,11 @@ class StaticBenchmark:
         learning_rate=1e-3,
         eval_size=10_000,
         regularization="default",
-        nmu_center=0.5,
+        nmu_center=None,
         **task_kwargs,
     ):
         if model not in MODELS:
-            raise ValueError(
-                f"Received an invalid value for `model`, expected one of {MODELS}. "
-                f"Received: model={model!r}"
-            )
+            raise _invalid_model(model)
         self.model = model
         self._config = {
             "model": model,
@@ -298,15 +365,14 @@ class StaticBenchmark:
         self.batch_size = _checks.positive_int("batch_size", batch_size)
         self.learning_rate = _checks.positive_float("learning_rate", learning_rate)
         eval_size = _checks.positive_int("eval_size", eval_size)
-        if regularization == "default":
-            regularization = SCHEDULES.get(model)
-        self.regularization = (
-            None
-            if regularization is None or model not in SCHEDULES
-            else _schedule(regularization)
-        )
-        self._bounds = bounds(model)
-        NMUUniform(center=nmu_center)  # validates it
+        self.schedules = schedules(model)
+        if regularization is None:
+            self.schedules = {}
+        elif regularization != "default":
+            schedule = _schedule(regularization)
+            self.schedules = dict.fromkeys(self.schedules, schedule)
+        if nmu_center is not None:
+            NMUUniform(center=nmu_center)  # validates it
         self.runs = [(op, seed) for op in operations for seed in seeds]
         self.tasks = [
             StaticArithmetic(op, seed=seed, **task_kwargs) for op, seed in self.runs
@@ -340,15 +406,34 @@ class StaticBenchmark:
             split: self._test_set(split, eval_size)
             for split in ("interpolation", "extrapolation")
         }
-        initial = init_params(
-            model, [seed for _, seed in self.runs], self.input_size, nmu_center
-        )
-        self.params = {k: tf.Variable(v, name=k) for k, v in initial.items()}
-        self._moments = {
-            k: (tf.Variable(tf.zeros_like(v)), tf.Variable(tf.zeros_like(v)))
-            for k, v in initial.items()
-        }
+        # Each weight stacks the runs' Keras-initialized weights and keeps the
+        # layer's constraint (NAU, NMU, NMRU: clipping to [low, high]), which
+        # the optimizer applies after every update, as it does for the layer.
+        run_seeds = [seed for _, seed in self.runs]
+        initial = _initial_weights(model, run_seeds, self.input_size, nmu_center)
+        self.params = {}
+        for name, weight in initial[run_seeds[0]].items():
+            values = [ops.convert_to_numpy(initial[s][name]) for s in run_seeds]
+            self.params[name] = keras.Variable(np.stack(values), name=name)
+            self.params[name].constraint = weight.constraint
+        # Keras's Adam updates elementwise, so each run's slice of a stacked
+        # weight moves exactly as it would alone. No `clipnorm` or
+        # `global_clipnorm`: their norms would span the runs of a weight (clip
+        # each run's gradient before `apply` if that is ever needed).
+        self.optimizer = keras.optimizers.Adam(self.learning_rate)
+        self.optimizer.build(list(self.params.values()))
         self.step = tf.Variable(0, dtype=tf.int64)
+        # What a checkpoint holds: the state above, the run's configuration
+        # (checked before a resume) and the history so far, as JSON.
+        self._written_config = tf.Variable("", dtype=tf.string, trainable=False)
+        self._written_state = tf.Variable("", dtype=tf.string, trainable=False)
+        self._checkpoint = tf.train.Checkpoint(
+            step=self.step,
+            params=self.params,
+            optimizer=self.optimizer,
+            config=self._written_config,
+            state=self._written_state,
+        )
         self._train = tf.function(self._train_steps)
         self._evaluate = tf.function(self._mse)
         self.random_mse = {k: v.numpy() for k, v in self._evaluate().items()}
@@ -388,35 +473,25 @@ class StaticBenchmark:
         return x, self._targets(x)
 
     def _losses(self, x, y):
-        """Each run's loss `(runs,)`: its MSE plus its scheduled penalty."""
+        """Each run's loss `(runs,)`: its MSE plus its layers' scheduled
+        penalties, each weighted `strength * ramp(step, start, end)`."""
         error = forward(self.model, self.params, x) - y
         loss = tf.reduce_mean(tf.square(error), axis=[1, 2])
-        if self.regularization is not None:
-            strength, start, end = self.regularization
-            weight = strength * nalu_ops.ramp(self.step, start, end)
-            loss += weight * penalty(self.model, self.params)
+        for layer, (strength, start, end) in self.schedules.items():
+            if strength > 0:  # as the layers: no penalty term at strength 0
+                weight = strength * nalu_ops.ramp(self.step, start, end)
+                loss += weight * layer_penalty(self.model, self.params, layer)
         return loss
 
     def _train_steps(self, steps):
-        beta_1, beta_2, eps = 0.9, 0.999, 1e-7
-        names = list(self.params)
+        variables = list(self.params.values())
         for _ in tf.range(steps):
             self.step.assign_add(1)
             x, y = self._batch(self.step)
             with tf.GradientTape() as tape:
                 # The sum over runs of each run's loss: independent gradients.
                 loss = tf.reduce_sum(self._losses(x, y))
-            grads = tape.gradient(loss, [self.params[n] for n in names])
-            t = tf.cast(self.step, tf.float32)
-            scale = self.learning_rate * tf.sqrt(1 - beta_2**t) / (1 - beta_1**t)
-            for name, grad in zip(names, grads, strict=True):
-                m, v = self._moments[name]
-                m.assign(beta_1 * m + (1 - beta_1) * grad)
-                v.assign(beta_2 * v + (1 - beta_2) * tf.square(grad))
-                updated = self.params[name] - scale * m / (tf.sqrt(v) + eps)
-                if name in self._bounds:
-                    updated = tf.clip_by_value(updated, *self._bounds[name])
-                self.params[name].assign(updated)
+            self.optimizer.apply(tape.gradient(loss, variables), variables)
 
     def _mse(self):
         return {
@@ -426,39 +501,71 @@ class StaticBenchmark:
             for split, (x, y) in self.test_sets.items()
         }
 
+    def _restore(self, manager, config):
+        """Restores the latest checkpoint of `manager` if it was written for
+        `config`; returns its JSON state, or None (no checkpoint, or one of
+        another configuration: training starts afresh)."""
+        path = manager.latest_checkpoint
+        if path is None:
+            return None
+        written_for = tf.Variable("", dtype=tf.string, trainable=False)
+        tf.train.Checkpoint(config=written_for).read(path).expect_partial()
+        if written_for.numpy().decode() != config:
+            logger.warning(
+                "The checkpoint %s is from another configuration: starting afresh.",
+                path,
+            )
+            return None
+        try:
+            self._checkpoint.restore(path).assert_consumed()
+        except (AssertionError, ValueError) as error:  # unmatched, or shapes
+            raise ValueError(
+                f"The checkpoint {path} does not hold this benchmark's weights "
+                "and optimizer state; it was written by another model. Delete "
+                f"it or use another checkpoint directory. ({error})"
+            ) from error
+        return json.loads(self._written_state.numpy().decode())
+
     def run(self, iterations, eval_every=1000, on_eval=None, checkpoint=None):
         """Trains `iterations` steps, evaluating at 0 and every `eval_every` steps.
 
-        With `checkpoint` (a file path), the state of every run (weights,
-        Adam's moments, the step) and the history so far are saved there
-        after every evaluation, atomically, and a later call with the same
-        benchmark and arguments resumes from it: every batch is drawn from
-        its step, so the result is that of an uninterrupted run.
+        With `checkpoint` (a directory), the state of every run (weights,
+        Adam's variables, the step) and the history so far are saved there
+        after every evaluation by a `tf.train.CheckpointManager` (keeping the
+        latest, written atomically), and a later call with the same benchmark
+        and arguments resumes from it: every batch is drawn from its step, so
+        the result is that of an uninterrupted run. A checkpoint of another
+        configuration is ignored (a warning is logged) and replaced.
 
         Returns a dict: `history` (iteration, per-run MSEs and first-layer
         sparsity error at every evaluation), `seconds` (training time, after
-        compilation, including before a resume) and `ms_per_run_iteration`.
+        compilation, including before a resume), `ms_per_run_iteration` and
+        `resumed_at` (the iteration of the checkpoint resumed from, or None).
+
+        Raises:
+            ValueError: the checkpoint has this configuration but not this
+                benchmark's variables.
         """
         iterations = _checks.positive_int("iterations", iterations)
         eval_every = _checks.positive_int("eval_every", eval_every)
         # Compile outside the timing, without taking a step.
         self._train.get_concrete_function(tf.TensorSpec([], tf.int64))
         history, seconds, done = [], 0.0, 0
-        variables = [
-            self.step,
-            *(self.params[k] for k in sorted(self.params)),
-            *(m for k in sorted(self._moments) for m in self._moments[k]),
-        ]
-        config = {**self._config, "iterations": iterations, "eval_every": eval_every}
-        saved = None
+        config = json.dumps(
+            {**self._config, "iterations": iterations, "eval_every": eval_every},
+            sort_keys=True,
+        )
+        manager = saved = None
         if checkpoint is not None:
-            saved = training.load_checkpoint(checkpoint, variables, config=config)
+            manager = tf.train.CheckpointManager(
+                self._checkpoint, str(checkpoint), max_to_keep=1
+            )
+            saved = self._restore(manager, config)
         if saved is not None:
-            state = saved[0]
-            seconds, done = state["seconds"], state["done"]
+            seconds, done = saved["seconds"], saved["done"]
             history = [
                 {k: np.asarray(v) if k in self.test_sets else v for k, v in e.items()}
-                for e in state["history"]
+                for e in saved["history"]
             ]
             for entry in history if on_eval is not None else ():
                 on_eval(entry)
@@ -476,16 +583,16 @@ class StaticBenchmark:
                 )
                 if on_eval is not None:
                     on_eval(history[-1])
-                if checkpoint is not None:
+                if manager is not None:
                     as_json = [
                         {k: np.asarray(v).tolist() if k in self.test_sets else v
                          for k, v in entry.items()}
                         for entry in history
                     ]  # fmt: skip
                     state = {"history": as_json, "seconds": seconds, "done": done}
-                    training.save_checkpoint(
-                        checkpoint, variables, state, config=config
-                    )
+                    self._written_config.assign(config)
+                    self._written_state.assign(json.dumps(state))
+                    manager.save(checkpoint_number=done)
             if done >= iterations:
                 break
             chunk = min(eval_every - done % eval_every, iterations - done)
@@ -497,6 +604,7 @@ class StaticBenchmark:
             "history": history,
             "seconds": seconds,
             "ms_per_run_iteration": 1000 * seconds / iterations / len(self.runs),
+            "resumed_at": None if saved is None else saved["done"],
         }
 
     def summarize(self, history):

@@ -1,3 +1,5 @@
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -5,17 +7,24 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU
+from keras_nalu import NAU
+from keras_nalu.initializers import NAUUniform, NMUUniform
+from nalu_research import seed_batched
 from nalu_research.seed_batched import (
+    LAYERS,
     MODELS,
     UNIT_MODELS,
     StaticBenchmark,
     forward,
     init_params,
+    keras_layers,
     penalty,
+    schedules,
 )
 from nalu_research.tasks import StaticArithmetic
+from tests.processes import kill_when_written
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "examples" / "arithmetic_benchmark.py"
 
@@ -31,25 +40,13 @@ def test_init_of_a_seed_does_not_depend_on_the_other_seeds():
             np.testing.assert_array_equal(both[name][1], alone[name][0])
 
 
-LAYERS = {"nac": NAC, "nalu": NALU, "nau": NAU, "nmu": NMU, "nmru": NMRU,
-          "inalu": INALU}  # fmt: skip
-
-
-def keras_twin(model, params):
+def keras_twin(model, params, input_size=10):
     """The Keras model of `model` with the first seed's weights of `params`."""
-    layers = [
-        LAYERS[kind](units)
-        for kind, units in zip(UNIT_MODELS[model], (2, 1), strict=True)
-    ]
-    keras_model = keras.Sequential([keras.Input((10,)), *layers])
+    layers = keras_layers(model, input_size)
     for i, layer in enumerate(layers):
-        weights = {w.name: w for w in layer.weights}
-        for name, value in params.items():
-            if name.endswith(f"_{i}"):
-                name = name[: -len(f"_{i}")]
-                weights["gate_kernel" if name == "gate" and model == "nalu" else name]\
-                    .assign(value[0])  # fmt: skip
-    return keras_model
+        for weight in layer.trainable_weights:
+            weight.assign(params[f"{weight.name}_{i}"][0])
+    return keras.Sequential([keras.Input((input_size,)), *layers])
 
 
 @pytest.mark.parametrize("model", list(UNIT_MODELS))
@@ -81,6 +78,117 @@ def test_initial_weights_follow_the_keras_layers_default_ranges():
     assert np.abs(params["kernel_0"]).max() <= np.sqrt(6 / 102)
     inalu = init_params("inalu", [0, 1], 100)
     assert inalu["gate_0"].shape == (2, 2) and not inalu["gate_0"].any()
+
+
+def test_initial_weights_are_the_layers_initializers_drawn_from_the_seed():
+    # Weight after weight, in the order the layers create them, from one
+    # keras.random.SeedGenerator(seed).
+    def draws(seed, *initializers_and_shapes):
+        generator = keras.random.SeedGenerator(seed)
+        return [
+            keras.ops.convert_to_numpy(initializer(seed=generator)(shape))
+            for initializer, shape in initializers_and_shapes
+        ]
+
+    params = init_params("nmu", [7, 8], 100)
+    for i, seed in enumerate([7, 8]):
+        kernel_0, kernel_1 = draws(seed, (NAUUniform, (100, 2)), (NMUUniform, (2, 1)))
+        np.testing.assert_array_equal(params["kernel_0"][i], kernel_0)
+        np.testing.assert_array_equal(params["kernel_1"][i], kernel_1)
+    params = init_params("relu6", [7], 100)
+    glorot = keras.initializers.GlorotUniform
+    kernel_0, kernel_1 = draws(7, (glorot, (100, 2)), (glorot, (2, 1)))
+    np.testing.assert_array_equal(params["kernel_0"][0], kernel_0)
+    np.testing.assert_array_equal(params["kernel_1"][0], kernel_1)
+    assert not params["bias_0"].any() and not params["bias_1"].any()
+    centered = init_params("nmru", [7], 100, nmu_center=0.75)["kernel_1"]
+    assert 0.5 <= centered.min() and centered.max() <= 1.0
+
+
+def test_the_engine_follows_the_layers_defaults(monkeypatch):
+    """A layer class with other bounds, initializer and schedule: the engine
+    takes all three from it."""
+
+    class WideNAU(NAU):
+        low, high = -2.0, 2.0
+
+        def __init__(self, units, regularization_start=7,
+                     kernel_initializer="ones", **kwargs):  # fmt: skip
+            super().__init__(
+                units,
+                regularization_start=regularization_start,
+                kernel_initializer=kernel_initializer,
+                **kwargs,
+            )
+
+    monkeypatch.setitem(LAYERS, "nau", WideNAU)
+    seed_batched.layer_defaults.cache_clear()
+    try:
+        assert schedules("nmu")[0] == (10.0, 7, 35_000)
+        bench = small("nmu", "mul", [0], learning_rate=10.0)
+        np.testing.assert_array_equal(bench.params["kernel_0"].numpy(), 1.0)
+        bench.run(5, eval_every=5)
+        kernel = bench.params["kernel_0"].numpy()
+        assert np.abs(kernel).max() == 2.0  # clipped to WideNAU's bounds
+        wide = np.full((1, 3, 1), 1.5, "float32")
+        want = np.mean(np.minimum(np.abs(wide), 1 - np.abs(wide)))  # clip to +-2
+        got = seed_batched.layer_penalty("nau", {"kernel_0": wide}, 0)
+        assert float(keras.ops.convert_to_numpy(got)[0]) == pytest.approx(want)
+    finally:
+        seed_batched.layer_defaults.cache_clear()
+
+
+def test_schedules_are_the_layers_defaults():
+    nau, inalu = LAYERS["nau"](1), LAYERS["inalu"](1)
+    for model, layer in [("nmu", nau), ("inalu", inalu)]:
+        want = (layer.regularization_strength, layer.regularization_start,
+                layer.regularization_end)  # fmt: skip
+        assert schedules(model) == {0: want, 1: want}
+    assert schedules("nac") == schedules("relu6") == {}
+
+
+@pytest.mark.parametrize("model", ["nmu", "inalu"])
+def test_a_run_trains_as_its_keras_model_with_keras_adam(model):
+    """Seed 1's weights after three steps in a batch of runs equal those of
+    its Keras model trained alone by keras.optimizers.Adam on the same
+    batches, penalty schedule included."""
+    bench = small(model, "mul", [0, 1], learning_rate=0.05,
+                  regularization=(1.0, 0, 2))  # fmt: skip
+    layers = keras_layers(model, bench.input_size, seed=1)
+    keras_model = keras.Sequential([keras.Input((bench.input_size,)), *layers])
+    for layer in layers:
+        layer.regularization_strength = 1.0
+        layer.regularization_start, layer.regularization_end = 0, 2
+    adam = keras.optimizers.Adam(0.05)
+    weights = keras_model.trainable_variables
+    for step in (1, 2, 3):
+        x, y = bench._batch(np.int64(step))
+        with tf.GradientTape() as tape:
+            error = keras_model(x[1], training=True) - y[1]
+            loss = keras.ops.mean(error**2) + sum(keras_model.losses)
+        adam.apply(tape.gradient(loss, weights), weights)
+    bench._train(tf.constant(3, tf.int64))
+    for i, layer in enumerate(layers):
+        for weight in layer.trainable_weights:
+            np.testing.assert_allclose(
+                bench.params[f"{weight.name}_{i}"].numpy()[1],
+                weight.numpy(),
+                rtol=1e-5,
+                atol=1e-6,
+                err_msg=weight.name,
+            )
+    assert int(bench.optimizer.iterations.numpy()) == 3
+
+
+def test_a_run_trains_as_it_would_alone():
+    together = small("nmu", "mul", [0, 1], regularization=(1.0, 0, 5))
+    alone = small("nmu", "mul", [1], regularization=(1.0, 0, 5))
+    for bench in (together, alone):
+        bench._train(tf.constant(10, tf.int64))
+    for name, weight in alone.params.items():
+        np.testing.assert_allclose(
+            together.params[name].numpy()[1], weight.numpy()[0], rtol=1e-5, atol=1e-7
+        )
 
 
 @pytest.mark.parametrize("model", ["nau", "inalu"])
@@ -174,9 +282,9 @@ def test_training_reduces_the_error_and_summaries_are_complete():
         assert 0 <= result["sparsity_error"] <= 0.5
 
 
-def test_an_interrupted_benchmark_resumes_to_the_uninterrupted_result(tmp_path):
+def test_an_interrupted_benchmark_resumes_to_the_uninterrupted_result(tmp_path, caplog):
     whole = small("nmu", "mul", [0, 1]).run(60, eval_every=20)
-    checkpoint = tmp_path / "nmu.npz"
+    checkpoint = tmp_path / "nmu"
 
     class Killed(Exception):
         pass
@@ -211,13 +319,26 @@ def test_an_interrupted_benchmark_resumes_to_the_uninterrupted_result(tmp_path):
         for key in ("interpolation", "extrapolation"):
             np.testing.assert_allclose(a[key], b[key], rtol=1e-6)
         assert a["iteration"] == b["iteration"]
-    # Another configuration does not resume from it.
+    # Another configuration does not resume from it, and says so.
     other = small("nmu", "mul", [0, 1], learning_rate=0.01)
     seen.clear()
-    other.run(
-        20, eval_every=20, checkpoint=checkpoint, on_eval=lambda e: seen.append(e)
-    )
+    with caplog.at_level("WARNING", logger="nalu_research.seed_batched"):
+        other.run(
+            20, eval_every=20, checkpoint=checkpoint, on_eval=lambda e: seen.append(e)
+        )
     assert [e["iteration"] for e in seen] == [0, 20]
+    assert "from another configuration: starting afresh" in caplog.text
+    assert sorted(p.name for p in checkpoint.iterdir()) == [
+        "checkpoint", "ckpt-20.data-00000-of-00001", "ckpt-20.index"
+    ]  # fmt: skip
+
+
+def test_a_checkpoint_of_other_weights_raises(tmp_path):
+    small("nau", "add", [0]).run(10, eval_every=10, checkpoint=tmp_path)
+    bench = small("nac", "add", [0])
+    bench._config["model"] = "nau"  # the same configuration, other weights
+    with pytest.raises(ValueError, match="written by another model"):
+        bench.run(10, eval_every=10, checkpoint=tmp_path)
 
 
 def test_summary_selects_by_interpolation_and_applies_the_threshold():
@@ -281,10 +402,9 @@ def test_benchmark_example_smoke_run(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "checkpoints").exists()  # removed when done
+    assert "resumed" not in result.stdout
     assert "| a*b | 0/2 [0.00, 0.66]" in result.stdout or "| a*b |" in result.stdout
     assert "ms per run-iteration" in result.stdout
-    import json
-
     data = json.loads((tmp_path / "r.json").read_text())
     assert len(data["runs"]) == 2 * 2 * 2
     assert (tmp_path / "r.png").stat().st_size > 1000
@@ -309,3 +429,35 @@ def test_benchmark_example_smoke_run(tmp_path):
     assert merged.returncode == 0, merged.stderr[-3000:]
     assert tables.split("Wall time")[0] in merged.stdout
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_a_killed_benchmark_resumes_to_the_uninterrupted_result(tmp_path):
+    def command(name):
+        return [sys.executable, str(BENCHMARK), "--seeds", "2", "--iterations",
+                "4000", "--eval-every", "1000", "--eval-size", "64",
+                "--operations", "sub", "--models", "nac",
+                "--json", str(tmp_path / f"{name}.json"),
+                "--png", str(tmp_path / f"{name}.png"),
+                "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    whole = subprocess.run(command("whole"), capture_output=True, text=True, env=env)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    # SIGKILL once the checkpoint of iteration 1000 is written.
+    written = tmp_path / "killed_checkpoints" / "nac" / "ckpt-1000.index"
+    kill_when_written(command("killed"), written, env)
+    assert not (tmp_path / "killed.json").exists()
+    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from its checkpoint at iteration" in resumed.stdout
+    at = int(resumed.stdout.split("at iteration ")[1].split()[0])
+    assert 1000 <= at < 4000
+    whole, resumed = (
+        json.loads((tmp_path / f"{name}.json").read_text())["runs"]
+        for name in ("whole", "killed")
+    )
+    assert len(whole) == len(resumed) == 2
+    for a, b in zip(whole, resumed, strict=True):
+        assert a["iteration"] == b["iteration"] and a["success"] == b["success"]
+        for key in ("interpolation_mse", "extrapolation_mse", "sparsity_error"):
+            assert a[key] == pytest.approx(b[key], rel=1e-6), key

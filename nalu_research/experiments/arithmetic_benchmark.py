@@ -31,6 +31,7 @@ the runs of a model are one batched graph that already uses every core, so
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -99,8 +100,8 @@ def parse_args(argv=None):
     parser.add_argument(
         "--nmu-center",
         type=float,
-        default=0.5,
-        help="center of the NMU/NMRU initial weights (default 0.5, M&J's)",
+        help="center of the NMU/NMRU initial weights (default: the layers' "
+        "initializer, M&J's 0.5)",
     )
     parser.add_argument(
         "--signed",
@@ -131,7 +132,7 @@ def parse_args(argv=None):
     stem = "results/arithmetic_benchmark" + ("_signed" if args.signed else "")
     args.json = args.json or f"{stem}.json"
     args.png = args.png or f"{stem}.png"
-    if not 0.25 <= args.nmu_center <= 0.75:
+    if args.nmu_center is not None and not 0.25 <= args.nmu_center <= 0.75:
         parser.error("--nmu-center must be in [0.25, 0.75]")
     if not args.learning_rate > 0:
         parser.error("--learning-rate must be a positive number")
@@ -343,12 +344,19 @@ def main(argv=None):
             + f"), {args.iterations} iterations",
             flush=True,
         )
+        # Each worker trains its own seeds, so each checkpoints its own share
+        # (nothing is replicated for a chief to write for the others).
         part = f"-worker{worker}of{workers}" if workers > 1 else ""
-        checkpoint = args.checkpoint_dir / f"{model}{part}.npz"
+        checkpoint = args.checkpoint_dir / f"{model}{part}"
         checkpoints.append(checkpoint)
         run = bench.run(
             args.iterations, eval_every=args.eval_every, checkpoint=checkpoint
         )
+        if run["resumed_at"] is not None:
+            print(
+                f"  resumed from its checkpoint at iteration {run['resumed_at']}",
+                flush=True,
+            )
         print(
             f"  {run['seconds']:.0f} s of training, "
             f"{run['ms_per_run_iteration']:.4f} ms per run-iteration",
@@ -372,7 +380,7 @@ def main(argv=None):
             save(args.json, args, speed, time.perf_counter() - start, results)
     seconds = time.perf_counter() - start
     for checkpoint in checkpoints:  # done: no longer needed
-        checkpoint.unlink(missing_ok=True)
+        shutil.rmtree(checkpoint, ignore_errors=True)
     if args.checkpoint_dir.is_dir() and not any(args.checkpoint_dir.iterdir()):
         args.checkpoint_dir.rmdir()
     if not chief:

@@ -7,4 +7,4 @@ where the experiment is written. `--help` lists its options.
 from nalu_research.experiments.identity_extrapolation import main
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

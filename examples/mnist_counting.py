@@ -7,4 +7,4 @@ where the experiment is written. `--help` lists its options.
 from nalu_research.experiments.mnist_counting import main
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

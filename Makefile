@@ -1,11 +1,21 @@
 # Two commands for a fresh machine with python3 and make: `make demo`, `make test`.
-# Each creates .venv and installs the package with its dev extras when missing.
+# Each creates its environments and installs the package when missing.
 # `make docs` builds the documentation site (site/) with warnings as errors.
+#
+# Two environments, because Keras imports matplotlib and scikit-learn whenever
+# they are installed: .venv holds the library with its dev tools only, so
+# `import keras_nalu` there loads no research dependency; .venv-research adds
+# the research harness's extra (tensorflow-datasets, scikit-learn, matplotlib)
+# and runs the tests marked `research`. Run the experiments with its python.
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+RESEARCH_VENV := .venv-research
+RESEARCH_PY := $(RESEARCH_VENV)/bin/python
+RESEARCH_INSTALLED := $(RESEARCH_VENV)/.installed
+PIP_INSTALL := -m pip install --quiet --disable-pip-version-check -e
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_BACKEND ?= tensorflow
@@ -14,14 +24,20 @@ export KERAS_BACKEND ?= tensorflow
 
 $(INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	$(PY) $(PIP_INSTALL) ".[dev]"
 	touch $(INSTALLED)
+
+$(RESEARCH_INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
+	test -x $(RESEARCH_PY) || $(PYTHON) -m venv $(RESEARCH_VENV)
+	$(RESEARCH_PY) $(PIP_INSTALL) ".[dev,research]"
+	touch $(RESEARCH_INSTALLED)
 
 demo: $(INSTALLED)
 	$(PY) examples/demo.py
 
-test: $(INSTALLED)
-	$(PY) -m pytest
+test: $(INSTALLED) $(RESEARCH_INSTALLED)
+	$(PY) -m pytest -m "not slow and not research"
+	$(RESEARCH_PY) -m pytest -m "research and not slow"
 
 docs: $(INSTALLED)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
@@ -35,4 +51,4 @@ format: $(INSTALLED)
 	$(PY) -m ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info site build dist
+	rm -rf $(VENV) $(RESEARCH_VENV) .pytest_cache .ruff_cache *.egg-info site build dist

@@ -19,6 +19,16 @@ def _seeded_float32():
     keras.config.set_dtype_policy(policy)
 
 
+# Modules whose doctests read data through the research extra.
+RESEARCH_DOCTESTS = ("nalu_research/tasks/mnist.py",)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.split("::")[0] in RESEARCH_DOCTESTS:
+            item.add_marker(pytest.mark.research)
+
+
 def gradients(layer, x):
     """`{weight path: gradient of sum(layer(x))}` for every trainable weight."""
     with tf.GradientTape() as tape:

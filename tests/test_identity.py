@@ -147,6 +147,7 @@ def test_invalid_arguments_raise(kwargs, message):
         identity_model(**kwargs)
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_example_trains_prints_table_5_and_writes_the_plot_and_json(tmp_path):
     png, runs = tmp_path / "figure.png", tmp_path / "runs.json"
     result = subprocess.run(

@@ -8,9 +8,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from nalu_research.tasks import mnist
 from tests.test_export import serve_in_fresh_process
+
+# scikit-learn's digits, tensorflow-datasets and matplotlib plots.
+pytestmark = pytest.mark.research
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -103,6 +103,7 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
     assert min(run["best_step"] for run in runs) <= 10 * killed_at
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_program_evaluation_trains_prints_and_exports(tmp_path):
     export_dir = tmp_path / "programs"
     result = run(

@@ -3,9 +3,12 @@ import time
 import keras
 import numpy as np
 import pytest
-import tensorflow_datasets as tfds
 
 from nalu_research.tasks import mnist
+
+# tensorflow-datasets and scikit-learn: run in the research environment.
+pytestmark = pytest.mark.research
+tfds = pytest.importorskip("tensorflow_datasets")
 
 
 @pytest.fixture(scope="module")

@@ -202,6 +202,7 @@ def test_two_workers_match_a_single_process_run(tmp_path):
     assert written == [True, False, True]
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_benchmark_splits_its_seeds_over_two_workers(tmp_path):
     """The seed-batched benchmark under `--strategy multi-worker`: each worker
     trains its seeds, the results are gathered, and the chief's JSON equals a

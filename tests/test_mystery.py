@@ -55,6 +55,7 @@ def test_invalid_split_raises():
         MysteryArithmetic().sample(3, "validation")
 
 
+@pytest.mark.research  # plots with matplotlib
 @pytest.mark.parametrize("strategy", ["mirrored", "multi-worker"])
 def test_example_smoke_run(tmp_path, strategy):
     # A MirroredStrategy over the local CPU (model.fit), or a one-worker

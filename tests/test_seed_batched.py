@@ -391,6 +391,7 @@ def test_task_thresholds_follow_the_operation():
     assert isinstance(bench.tasks[1], StaticArithmetic)
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_benchmark_example_smoke_run(tmp_path):
     result = subprocess.run(
         [sys.executable, str(BENCHMARK), "--seeds", "2", "--iterations", "40",
@@ -431,6 +432,7 @@ def test_benchmark_example_smoke_run(tmp_path):
     assert not list(tmp_path.glob("*.partial"))
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_a_killed_benchmark_resumes_to_the_uninterrupted_result(tmp_path):
     def command(name):
         return [sys.executable, str(BENCHMARK), "--seeds", "2", "--iterations",

@@ -2,9 +2,10 @@
 
 A thin command line over `nalu_research.experiments.program_evaluation`,
 where the experiment is written. `--help` lists its options.
+`--backend` picks the Keras backend; the default is the one measured fastest for it.
 """
 
-from nalu_research.experiments.program_evaluation import main
+from nalu_research.backends import run
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run("program_evaluation"))

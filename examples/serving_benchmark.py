@@ -2,9 +2,10 @@
 
 A thin command line over `nalu_research.experiments.serving_benchmark`,
 where the experiment is written. `--help` lists its options.
+`--backend` picks the Keras backend: tensorflow only here (it serves SavedModels).
 """
 
-from nalu_research.experiments.serving_benchmark import main
+from nalu_research.backends import run
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run("serving_benchmark"))

@@ -86,6 +86,7 @@ def nau(x, w):
 
 def _gated_product(x, w):
     """`prod_i (x_i * W_ij + 1 - W_ij)` over the input axis, broadcast like matmul."""
+    x = ops.convert_to_tensor(x)
     w = w[..., None, :, :]  # (..., 1, in, out) against x (..., batch, in, 1)
     return ops.prod(x[..., :, None] * w + 1.0 - w, axis=-2)
 

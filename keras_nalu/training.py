@@ -268,9 +268,10 @@ def remove_checkpoint(checkpoint_dir):
 class _RunCheckpoint:
     """`fit`'s checkpoints in `directory`, through a `tf.train.CheckpointManager`.
 
-    One `tf.train.Checkpoint` holds the model's and the optimizer's Keras
-    variables (trackable on the TensorFlow backend; listed, because the
-    object graph of the model does not reach a `SeedGenerator`'s state), the
+    One `tf.train.Checkpoint` holds copies of the model's and the optimizer's
+    Keras variables (listed, because the object graph of the model does not
+    reach a `SeedGenerator`'s state; copied into `tf.Variable`s, so that the
+    same checkpoint is written and resumed on every Keras backend), the
     epoch, the history, the divergence and the `config` as JSON strings, the
     callbacks' states, and a `layout` (the variables' shapes and dtypes, the
     callbacks' state names and dtypes) read first to check a resume.
@@ -279,8 +280,14 @@ class _RunCheckpoint:
     def __init__(self, directory, model, optimizer, config):
         self.directory = str(directory)
         self.config = json.dumps(config, sort_keys=True)
-        variables = [*model.variables, *optimizer.variables]
-        self.signature = [[list(v.shape), str(v.dtype)] for v in variables]
+        self.variables = [*model.variables, *optimizer.variables]
+        self.signature = [[list(v.shape), str(v.dtype)] for v in self.variables]
+        # The Keras variables of a JAX or torch model are not TensorFlow
+        # trackables: the checkpoint holds TensorFlow copies of their values.
+        self.copies = [
+            tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False)
+            for v in self.variables
+        ]
         self.metadata = {
             "epoch": tf.Variable(0, dtype=tf.int64, trainable=False),
             # JSON strings; "" (no JSON value) until saved or restored.
@@ -290,8 +297,8 @@ class _RunCheckpoint:
             },
         }
         self.checkpoint = tf.train.Checkpoint(
-            model=list(model.variables),
-            optimizer=list(optimizer.variables),
+            model=self.copies[: len(model.variables)],
+            optimizer=self.copies[len(model.variables) :],
             callbacks={},
             **self.metadata,
         )
@@ -344,6 +351,8 @@ class _RunCheckpoint:
         # that the checkpoint and the objects match is complete.
         _ = self.checkpoint.save_counter
         self.checkpoint.read(path).assert_consumed()
+        for variable, copy in zip(self.variables, self.copies, strict=True):
+            variable.assign(copy.numpy())
         for i, callback in enumerate(callbacks):
             if hasattr(callback, "set_checkpoint_state"):
                 callback.set_checkpoint_state(
@@ -378,6 +387,8 @@ class _RunCheckpoint:
             },
         }
         self.checkpoint.callbacks = states
+        for variable, copy in zip(self.variables, self.copies, strict=True):
+            copy.assign(keras.ops.convert_to_numpy(variable))
         for name, value in (
             ("epoch", epoch),
             ("history", json.dumps(history)),

@@ -1,14 +1,18 @@
-"""What the example scripts share: argparse types, and the options and steps
-around `keras_nalu.training.fit` (strategy, checkpoints, divergence)."""
+"""What the example scripts share: argparse types, the `--backend` option,
+and the options and steps around `keras_nalu.training.fit` (strategy,
+checkpoints, divergence)."""
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
+import keras
 import numpy as np
 
 from keras_nalu.distribute import STRATEGIES, is_chief, make_strategy
 from keras_nalu.training import remove_checkpoint
+from nalu_research.backends import BACKENDS, DEFAULTS, TENSORFLOW_ONLY
 
 
 def positive_int(text):
@@ -29,6 +33,61 @@ def positive_float(text):
     if value is None or not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
     return value
+
+
+def add_backend_argument(parser, experiment):
+    """Adds `--backend` to the parser of `experiment` (a key of
+    `nalu_research.backends.DEFAULTS`), for `--help` and the record of the
+    run: `nalu_research.backends.run` has chosen the backend already, before
+    Keras was imported. Its value is the backend Keras runs on; a parser
+    given another one (Keras was imported first) exits with an error."""
+    default = DEFAULTS[experiment]
+    if experiment in TENSORFLOW_ONLY:
+        choices = ("tensorflow",)
+        why = f"tensorflow only: {TENSORFLOW_ONLY[experiment]}"
+    else:
+        choices = BACKENDS
+        why = f"default {default}, measured fastest here; $KERAS_BACKEND overrides it"
+    parser.add_argument(
+        "--backend",
+        choices=choices,
+        default=keras.backend.backend(),
+        action=_Backend,
+        help=f"Keras backend, set before Keras is imported ({why})",
+    )
+
+
+class _Backend(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        running = keras.backend.backend()
+        if values != running:
+            parser.error(
+                f"argument --backend: Keras was imported with the {running!r} "
+                f"backend before --backend {values} was read; run the "
+                "experiment through its examples/ script, which sets the "
+                "backend first, or set KERAS_BACKEND"
+            )
+        setattr(namespace, self.dest, values)
+
+
+def steps_per_execution(steps):
+    """`steps` for `model.compile`, or 1 on the torch backend, whose trainer
+    runs one step per call."""
+    return 1 if keras.backend.backend() == "torch" else steps
+
+
+def can_export(what):
+    """Whether `keras_nalu.export_saved_model` runs on this backend (on
+    tensorflow and jax, not on torch); when it does not, prints that `what`
+    (e.g. "the models") is not exported, and how to export it."""
+    backend = keras.backend.backend()
+    if backend in ("tensorflow", "jax"):
+        return True
+    print(
+        f"\nNo SavedModel export of {what} on the {backend} backend (Keras "
+        "exports from tensorflow and jax): add --backend tensorflow to export."
+    )
+    return False
 
 
 def add_training_arguments(parser, name, checkpoint_every=None):
@@ -88,7 +147,22 @@ def mean_over_steps(args, epoch_means):
 
 def create_strategy(args):
     """Creates the strategy of `--strategy`: call it first in `main`, before
-    TensorFlow runs anything (a multi-worker strategy needs that)."""
+    TensorFlow runs anything (a multi-worker strategy needs that).
+
+    A strategy other than the default one needs the tensorflow backend (it is
+    TensorFlow's distribution engine): on another, this exits with status 2
+    and says so, as argparse does for an invalid argument.
+    """
+    backend = keras.backend.backend()
+    if args.strategy != "default" and backend != "tensorflow":
+        print(
+            f"{Path(sys.argv[0]).name}: error: argument --strategy: "
+            f"{args.strategy!r} is a tf.distribute strategy, which needs the "
+            f"tensorflow backend; this run is on {backend!r} (add --backend "
+            "tensorflow, or train with --strategy default)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     return make_strategy(args.strategy)
 
 

@@ -15,10 +15,15 @@ schedules, `epsilon` and iNALU's threshold are the layers' defaults; the math is
 stacked weight trains exactly as it would alone, and a seed that diverges to
 NaN does not touch the others.
 
-The loop is compiled with `tf.function` (TensorFlow backend): data are drawn
-inside the graph from stateless seeds `(seed, step)`, so the stream depends
-only on the seed and the step. `StaticBenchmark.run` checkpoints with
-`tf.train.Checkpoint` and `tf.train.CheckpointManager`.
+The loop runs on any Keras backend (`keras.ops`, and Keras's optimizer applied
+statelessly), compiled by the backend's own compiler: `jax.jit`,
+`tf.function(jit_compile=True)` (XLA), or eagerly on torch. The batches are
+drawn inside the compiled loop by a counter-based hash of `(run, step,
+element)` (`counter_uniform`), so a run's stream depends only on its seed and
+operation and on the step, never on the runs beside it, and a resumed run
+draws the same batches. `StaticBenchmark.run` checkpoints with
+`tf.train.Checkpoint` and `tf.train.CheckpointManager` (TensorFlow copies of
+the variables, on every backend).
 """
 
 import functools
@@ -216,12 +221,12 @@ def forward(model, params, x):
         for layer, kind in enumerate(UNIT_MODELS[model]):
             h = _apply_layer(kind, params, layer, h)
         return h
-    h = ops.matmul(x, params["kernel_0"]) + params["bias_0"][:, None, :]
+    h = ops.add(ops.matmul(x, params["kernel_0"]), params["bias_0"][:, None, :])
     if model == "crelu":
         h = ops.concatenate([ops.relu(h), ops.relu(-h)], axis=-1)
     else:
         h = keras.activations.get(model)(h)
-    return ops.matmul(h, params["kernel_1"]) + params["bias_1"][:, None, :]
+    return ops.add(ops.matmul(h, params["kernel_1"]), params["bias_1"][:, None, :])
 
 
 def layer_penalty(model, params, layer):
@@ -278,6 +283,96 @@ def first_layer_weight(model, params):
     if kind == "nau":
         return ops.clip(params["kernel_0"], LAYERS[kind].low, LAYERS[kind].high)
     return None
+
+
+# The 32-bit finalizer "lowbias32" (C. Wellons, hash-prospector): a bijection
+# of 32-bit integers whose output bits each flip with probability 0.5 +- 0.002
+# when one input bit flips. Written in int32 with wrapping products, which
+# every backend computes alike; `>>` on int32 is arithmetic, so each shift is
+# masked to its logical result.
+_MIX = ((16, 0x7FEB352D), (15, 0x846CA68B - 2**32), (16, None))
+
+
+def _mix(x):
+    for shift, multiplier in _MIX:
+        x = ops.bitwise_xor(
+            x, ops.bitwise_and(ops.right_shift(x, shift), (1 << (32 - shift)) - 1)
+        )
+        if multiplier is not None:
+            x = x * multiplier
+    return x
+
+
+def counter_uniform(streams, step, shape, low, high):
+    """Uniform floats in `[low, high)`, of shape `(len(streams), *shape)`.
+
+    Element `e` of stream `s` at step `t` is `_mix(e ^ _mix(t ^ _mix(s)))`,
+    its top 24 bits scaled to `[0, 1)`: a pure function of `(s, t, e)`, so
+    each stream's values do not depend on the other streams, and a step
+    draws the same values whenever it is run. Cheap on every backend
+    (elementwise integer arithmetic, which XLA vectorizes), where a
+    generator such as Threefry or Philox per stream costs several times the
+    rest of a training step here.
+
+    Args:
+        streams: int32 tensor `(runs,)`, one stream id per run.
+        step: Integer scalar (tensor), the step.
+        shape: Shape of each stream's draw.
+        low: Lower bound.
+        high: Upper bound.
+    """
+    size = int(np.prod(shape))
+    keys = _mix(ops.bitwise_xor(_mix(ops.cast(streams, "int32")), ops.cast(step, "int32")))
+    counters = ops.arange(size, dtype="int32")
+    bits = _mix(ops.bitwise_xor(counters[None, :], keys[:, None]))
+    unit = ops.cast(ops.bitwise_and(ops.right_shift(bits, 8), 0xFFFFFF), "float32")
+    unit = unit * (1.0 / 2**24)
+    return ops.reshape(low + (high - low) * unit, (-1, *shape))
+
+
+def _value_and_grad(fn):
+    """`fn(params, *args) -> (fn(...), d fn / d params)` on the Keras backend:
+    `params` a list of tensors, `fn` returning a scalar."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return jax.value_and_grad(fn)
+    if backend == "torch":
+        import torch
+
+        def torch_value_and_grad(params, *args):
+            params = [p.detach().requires_grad_(True) for p in params]
+            value = fn(params, *args)
+            return value.detach(), list(torch.autograd.grad(value, params))
+
+        return torch_value_and_grad
+    if backend != "tensorflow":
+        raise ValueError(
+            "The seed-batched engine runs on the tensorflow, jax and torch "
+            f"backends. Received: KERAS_BACKEND={backend!r}"
+        )
+
+    def tf_value_and_grad(params, *args):
+        with tf.GradientTape() as tape:
+            tape.watch(params)
+            value = fn(params, *args)
+        return value, tape.gradient(value, params)
+
+    return tf_value_and_grad
+
+
+def _compiled(fn):
+    """`fn` compiled by the backend: `jax.jit`, `tf.function` with XLA, or
+    as is on torch (eager)."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return jax.jit(fn)
+    if backend == "tensorflow":
+        return tf.function(fn, jit_compile=True)
+    return fn
 
 
 def _schedule(value):
@@ -391,16 +486,18 @@ class StaticBenchmark:
         for i, task in enumerate(self.tasks):
             masks[i, task.a_slice, 0] = 1.0
             masks[i, task.b_slice, 1] = 1.0
-        self._masks = tf.constant(masks)
+        self._masks = ops.convert_to_tensor(masks)
         op_index = [list(OPERATIONS).index(op) for op, _ in self.runs]
-        self._op_one_hot = tf.one_hot(op_index, len(OPERATIONS))[:, None, :]
+        self._op_one_hot = ops.one_hot(np.array(op_index), len(OPERATIONS))[:, None, :]
         # A run's batch stream is keyed by its own (seed, operation) alone.
-        self._stream_ids = tf.constant(
-            [
-                seed * len(OPERATIONS) + i
-                for (_, seed), i in zip(self.runs, op_index, strict=True)
-            ],
-            dtype=tf.int64,
+        self._streams = ops.convert_to_tensor(
+            np.array(
+                [
+                    seed * len(OPERATIONS) + i
+                    for (_, seed), i in zip(self.runs, op_index, strict=True)
+                ],
+                "int32",
+            )
         )
         self.test_sets = {
             split: self._test_set(split, eval_size)
@@ -422,33 +519,54 @@ class StaticBenchmark:
         # each run's gradient before `apply` if that is ever needed).
         self.optimizer = keras.optimizers.Adam(self.learning_rate)
         self.optimizer.build(list(self.params.values()))
-        self.step = tf.Variable(0, dtype=tf.int64)
-        # What a checkpoint holds: the state above, the run's configuration
-        # (checked before a resume) and the history so far, as JSON.
+        # The step counter is the optimizer's `iterations`: after t steps,
+        # the next one draws batch t + 1.
+        self._step_index = next(
+            i
+            for i, v in enumerate(self.optimizer.variables)
+            if v is self.optimizer.iterations
+        )
+        self._variables = [*self.params.values(), *self.optimizer.variables]
+        # What a checkpoint holds: TensorFlow copies of those variables (a
+        # JAX or torch variable is no TensorFlow trackable), the run's
+        # configuration (checked before a resume) and the history, as JSON.
+        self._copies = [
+            tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False)
+            for v in self._variables
+        ]
         self._written_config = tf.Variable("", dtype=tf.string, trainable=False)
         self._written_state = tf.Variable("", dtype=tf.string, trainable=False)
         self._checkpoint = tf.train.Checkpoint(
-            step=self.step,
-            params=self.params,
-            optimizer=self.optimizer,
+            variables=self._copies,
             config=self._written_config,
             state=self._written_state,
         )
-        self._train = tf.function(self._train_steps)
-        self._evaluate = tf.function(self._mse)
-        self.random_mse = {k: v.numpy() for k, v in self._evaluate().items()}
+        # JAX and torch train on values (Keras's stateless optimizer step;
+        # on torch 2.6 times faster here than updating in place); Keras's
+        # TensorFlow optimizer has no stateless step: it updates in place.
+        self._stateless = keras.backend.backend() != "tensorflow"
+        self._train = _compiled(
+            self._train_stateless if self._stateless else self._train_in_place
+        )
+        self._evaluate = _compiled(self._mse)
+        self.random_mse = self._evaluated()
+
+    @property
+    def step(self):
+        """The steps trained so far (the optimizer's `iterations`)."""
+        return int(ops.convert_to_numpy(self.optimizer.iterations))
 
     def _task(self, operation):
         return self.tasks[[op for op, _ in self.runs].index(operation)]
 
     def _targets(self, x):
-        ab = tf.matmul(x, self._masks)  # (runs, batch, 2): a and b
+        ab = ops.matmul(x, self._masks)  # (runs, batch, 2): a and b
         a, b = ab[..., :1], ab[..., 1:]
-        every = tf.concat([f(a, b) for f in OPERATIONS.values()], axis=-1)
+        every = ops.concatenate([f(a, b) for f in OPERATIONS.values()], axis=-1)
         # Select by `where`, not by multiplying: the other operations may be
         # NaN on signed inputs (sqrt) and NaN * 0 is NaN.
-        chosen = tf.where(self._op_one_hot > 0, every, tf.zeros_like(every))
-        return tf.reduce_sum(chosen, axis=-1, keepdims=True)
+        chosen = ops.where(self._op_one_hot > 0, every, ops.zeros_like(every))
+        return ops.sum(chosen, axis=-1, keepdims=True)
 
     def _test_set(self, split, size):
         x = np.stack(
@@ -461,45 +579,83 @@ class StaticBenchmark:
         y = np.stack(
             [task.targets(one) for task, one in zip(self.tasks, x, strict=True)]
         )
-        return tf.constant(x), tf.constant(y.astype("float32"))
+        return ops.convert_to_tensor(x), ops.convert_to_tensor(y.astype("float32"))
 
     def _batch(self, step):
+        """The fresh batch `(x, y)` of every run at step `step` (from 1)."""
         low, high = self.tasks[0].interpolation_range
         shape = (self.batch_size, self.input_size)
-        keys = tf.stack([tf.fill([len(self.runs)], step), self._stream_ids], axis=1)
-        x = tf.vectorized_map(
-            lambda key: tf.random.stateless_uniform(shape, key, low, high), keys
-        )
+        x = counter_uniform(self._streams, step, shape, low, high)
         return x, self._targets(x)
 
-    def _losses(self, x, y):
-        """Each run's loss `(runs,)`: its MSE plus its layers' scheduled
-        penalties, each weighted `strength * ramp(step, start, end)`."""
-        error = forward(self.model, self.params, x) - y
-        loss = tf.reduce_mean(tf.square(error), axis=[1, 2])
+    def _losses(self, params, step):
+        """Each run's loss `(runs,)` on batch `step`: its MSE plus its layers'
+        scheduled penalties, each weighted `strength * ramp(step, start, end)`."""
+        x, y = self._batch(step)
+        error = forward(self.model, params, x) - y
+        loss = ops.mean(ops.square(error), axis=(1, 2))
         for layer, (strength, start, end) in self.schedules.items():
             if strength > 0:  # as the layers: no penalty term at strength 0
-                weight = strength * nalu_ops.ramp(self.step, start, end)
-                loss += weight * layer_penalty(self.model, self.params, layer)
+                weight = strength * nalu_ops.ramp(step, start, end)
+                loss += weight * layer_penalty(self.model, params, layer)
         return loss
 
-    def _train_steps(self, steps):
-        variables = list(self.params.values())
-        for _ in tf.range(steps):
-            self.step.assign_add(1)
-            x, y = self._batch(self.step)
-            with tf.GradientTape() as tape:
-                # The sum over runs of each run's loss: independent gradients.
-                loss = tf.reduce_sum(self._losses(x, y))
-            self.optimizer.apply(tape.gradient(loss, variables), variables)
+    def _total_loss(self, params, step):
+        """The sum over runs of each run's loss (so each run's gradient is
+        its own), of the weights `params`, a list in `self.params`' order."""
+        params = dict(zip(self.params, params, strict=True))
+        return ops.sum(self._losses(params, step))
 
-    def _mse(self):
-        return {
-            split: tf.reduce_mean(
-                tf.square(forward(self.model, self.params, x) - y), axis=[1, 2]
+    def _train_stateless(self, values, steps):
+        """`steps` steps from `values` (the params', then the optimizer's
+        variables'), returning the new values: pure, as `jax.jit` needs."""
+        count = len(self.params)
+        value_and_grad = _value_and_grad(self._total_loss)
+
+        def one_step(_, values):
+            params, optimizer_values = values[:count], values[count:]
+            step = optimizer_values[self._step_index] + 1
+            _, grads = value_and_grad(params, step)
+            params, optimizer_values = self.optimizer.stateless_apply(
+                optimizer_values, grads, params
             )
+            return [*params, *optimizer_values]
+
+        return ops.fori_loop(0, steps, one_step, values)
+
+    def _train_in_place(self, steps):
+        """`steps` steps updating the variables (TensorFlow)."""
+        variables = list(self.params.values())
+        value_and_grad = _value_and_grad(self._total_loss)
+
+        def one_step(i, unused):
+            step = self.optimizer.iterations + 1
+            _, grads = value_and_grad([v.value for v in variables], step)
+            self.optimizer.apply(grads, variables)
+            return unused
+
+        ops.fori_loop(0, steps, one_step, 0)
+
+    def _train_chunk(self, steps):
+        """Trains `steps` steps and waits for them (the backend may run ahead)."""
+        if self._stateless:
+            values = self._train([v.value for v in self._variables], steps)
+            for variable, value in zip(self._variables, values, strict=True):
+                variable.assign(value)
+        else:
+            self._train(steps)
+        return self.step
+
+    def _mse(self, params):
+        return {
+            split: ops.mean(ops.square(forward(self.model, params, x) - y), axis=(1, 2))
             for split, (x, y) in self.test_sets.items()
         }
+
+    def _evaluated(self):
+        """`{split: per-run MSE}` of the current weights, as NumPy arrays."""
+        mse = self._evaluate({k: v.value for k, v in self.params.items()})
+        return {k: ops.convert_to_numpy(v) for k, v in mse.items()}
 
     def _restore(self, manager, config):
         """Restores the latest checkpoint of `manager` if it was written for
@@ -518,12 +674,15 @@ class StaticBenchmark:
             return None
         try:
             self._checkpoint.restore(path).assert_consumed()
-        except (AssertionError, ValueError) as error:  # unmatched, or shapes
+        except (AssertionError, ValueError, tf.errors.OpError) as error:
+            # unmatched objects, shapes or dtypes
             raise ValueError(
                 f"The checkpoint {path} does not hold this benchmark's weights "
                 "and optimizer state; it was written by another model. Delete "
                 f"it or use another checkpoint directory. ({error})"
             ) from error
+        for variable, copy in zip(self._variables, self._copies, strict=True):
+            variable.assign(copy.numpy())
         return json.loads(self._written_state.numpy().decode())
 
     def run(self, iterations, eval_every=1000, on_eval=None, checkpoint=None):
@@ -548,8 +707,8 @@ class StaticBenchmark:
         """
         iterations = _checks.positive_int("iterations", iterations)
         eval_every = _checks.positive_int("eval_every", eval_every)
-        # Compile outside the timing, without taking a step.
-        self._train.get_concrete_function(tf.TensorSpec([], tf.int64))
+        # Compile outside the timing: a chunk of no steps.
+        self._train_chunk(0)
         history, seconds, done = [], 0.0, 0
         config = json.dumps(
             {**self._config, "iterations": iterations, "eval_every": eval_every},
@@ -575,7 +734,7 @@ class StaticBenchmark:
                 history.append(
                     {
                         "iteration": done,
-                        **{k: v.numpy() for k, v in self._evaluate().items()},
+                        **self._evaluated(),
                         "sparsity": None
                         if w is None
                         else [sparsity_error(one) for one in ops.convert_to_numpy(w)],
@@ -590,6 +749,10 @@ class StaticBenchmark:
                         for entry in history
                     ]  # fmt: skip
                     state = {"history": as_json, "seconds": seconds, "done": done}
+                    for variable, copy in zip(
+                        self._variables, self._copies, strict=True
+                    ):
+                        copy.assign(ops.convert_to_numpy(variable))
                     self._written_config.assign(config)
                     self._written_state.assign(json.dumps(state))
                     manager.save(checkpoint_number=done)
@@ -597,7 +760,7 @@ class StaticBenchmark:
                 break
             chunk = min(eval_every - done % eval_every, iterations - done)
             start = time.perf_counter()
-            self._train(tf.constant(chunk, tf.int64))
+            self._train_chunk(chunk)
             seconds += time.perf_counter() - start
             done += chunk
         return {

@@ -6,7 +6,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -30,13 +29,38 @@ def pytest_collection_modifyitems(items):
 
 
 def gradients(layer, x):
-    """`{weight path: gradient of sum(layer(x))}` for every trainable weight."""
-    with tf.GradientTape() as tape:
+    """`{weight path: gradient of sum(layer(x))}` for every trainable weight,
+    on the backend the tests run on (KERAS_BACKEND)."""
+    if not layer.built:
+        layer(x)
+    weights = layer.trainable_weights
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        def loss(values):
+            outputs, _ = layer.stateless_call(
+                values, [w.value for w in layer.non_trainable_weights], x
+            )
+            return keras.ops.sum(outputs)
+
+        grads = jax.grad(loss)([w.value for w in weights])
+    elif backend == "torch":
+        import torch
+
         loss = keras.ops.sum(layer(x))
-    grads = tape.gradient(loss, layer.trainable_weights)
+        grads = torch.autograd.grad(
+            loss, [w.value for w in weights], allow_unused=True
+        )
+    else:
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            loss = keras.ops.sum(layer(x))
+        grads = tape.gradient(loss, weights)
     return {
         w.path: None if g is None else keras.ops.convert_to_numpy(g)
-        for w, g in zip(layer.trainable_weights, grads, strict=True)
+        for w, g in zip(weights, grads, strict=True)
     }
 
 

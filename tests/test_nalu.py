@@ -12,7 +12,7 @@ FULL_KWARGS = {
     "epsilon": 1e-6,
     "w_hat_initializer": "glorot_normal",
     "m_hat_initializer": "random_uniform",
-    "gate_initializer": "zeros",
+    "gate_initializer": "ones",
     "w_hat_regularizer": "l2",
     "m_hat_regularizer": "l1",
     "gate_regularizer": keras.regularizers.L1L2(0.01, 0.02),

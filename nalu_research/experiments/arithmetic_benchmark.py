@@ -42,7 +42,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from keras_nalu.distribute import gather_json, worker_index  # noqa: E402
-from nalu_research.cli import add_training_arguments, create_strategy  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    add_backend_argument,
+    add_training_arguments,
+    create_strategy,
+)
 from nalu_research.seed_batched import MODELS, StaticBenchmark  # noqa: E402
 from nalu_research.tasks import (  # noqa: E402
     OPERATIONS,
@@ -115,6 +119,7 @@ def parse_args(argv=None):
         "--png", help="default results/arithmetic_benchmark[_signed].png"
     )
     add_training_arguments(parser, "arithmetic_benchmark")
+    add_backend_argument(parser, "arithmetic_benchmark")
     parser.add_argument(
         "--from-json",
         nargs="+",

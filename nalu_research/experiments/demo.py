@@ -29,7 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -40,17 +39,21 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
     create_strategy,
+    can_export,
     positive_float,
     positive_int,
     report,
+    steps_per_execution,
 )
 
 TRAIN_RANGE = (1.0, 10.0)
 EXTRAPOLATION_RANGE = (100.0, 1000.0)
 TASKS = {"a+b": np.add, "a*b": np.multiply}
 SOLVED = 1e-4  # mean relative extrapolation error below which a seed counts
+STEPS_PER_EXECUTION = 16  # training steps per compiled call (1 on torch)
 # Inputs served by the exported models: none of them is in any training set.
 SERVED_INPUTS = np.array([[123.0, 456.0], [999.0, 1000.0], [0.5, 0.25]], "float32")
 
@@ -97,6 +100,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--json", default=None, help="also write the results here")
     add_training_arguments(parser, "demo")
+    add_backend_argument(parser, "demo")
     return parser.parse_args(argv)
 
 
@@ -124,13 +128,16 @@ def relative_error(model, x, y):
     return float(np.mean(np.abs(y_hat - y) / np.abs(y)))
 
 
+def build_model(operation, name):
+    """The model of the row `name` of `operation`: 2 inputs, 1 output."""
+    return keras.Sequential([keras.Input((2,)), *MODELS[operation][name]()], name="model")
+
+
 def train(operation, name, seed, data, args, strategy, checkpoint_dir):
     x, y = data
     keras.utils.set_random_seed(seed)
     return fit(
-        lambda: keras.Sequential(
-            [keras.Input((2,)), *MODELS[operation][name]()], name="model"
-        ),
+        lambda: build_model(operation, name),
         epoch_data(x, y, args.batch_size, seed),
         loss="mse",
         optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
@@ -142,10 +149,11 @@ def train(operation, name, seed, data, args, strategy, checkpoint_dir):
             "model": name,
             "seed": seed,
             **{
-                k: getattr(args, k) for k in ("examples", "batch_size", "learning_rate")
+                k: getattr(args, k)
+                for k in ("examples", "batch_size", "learning_rate", "backend")
             },
         },
-        steps_per_execution=16,
+        steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
     )
 
 
@@ -214,10 +222,13 @@ def main(argv=None):
             f"| {operation}  | {name:12s} | {cells[0]:>26s} | {cells[1]:>26s} | "
             f"{solved}/{len(seeds)}    |"
         )
-    print(f"\nTrained {len(rows) * len(seeds)} models in {train_seconds:.0f} s.")
+    print(
+        f"\nTrained {len(rows) * len(seeds)} models in {train_seconds:.0f} s "
+        f"on the {keras.backend.backend()} backend."
+    )
 
     served = None
-    if is_chief(strategy):
+    if is_chief(strategy) and can_export("the models"):
         served = export_and_serve(exported, args.export_dir)
     if args.json and is_chief(strategy):
         write_json(args, rows, served, train_seconds)

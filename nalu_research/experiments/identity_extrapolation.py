@@ -40,7 +40,6 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -51,10 +50,12 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
     create_strategy,
     mean_over_steps,
     report,
+    steps_per_execution,
     stream_epochs,
 )
 from nalu_research.tasks.identity import (  # noqa: E402
@@ -80,6 +81,7 @@ TRAINING_ARGUMENTS = (
     "learning_rate",
     "optimizer",
     "checkpoint_every",
+    "backend",
 )
 
 
@@ -123,6 +125,7 @@ def parse_args(argv=None):
         help="every run's errors and settings",
     )
     add_training_arguments(parser, "identity_extrapolation", checkpoint_every=1000)
+    add_backend_argument(parser, "identity_extrapolation")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.steps = QUICK["seeds"], QUICK["steps"]
@@ -164,7 +167,9 @@ def run(name, seed, args, test_sets, strategy, checkpoint_dir):
             "seed": seed,
             **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
         },
-        steps_per_execution=min(100, args.steps, args.checkpoint_every),
+        steps_per_execution=steps_per_execution(
+            min(100, args.steps, args.checkpoint_every)
+        ),
         verbose=0,
     )
     model = result.model

@@ -33,7 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -44,7 +43,9 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
+    can_export,
     create_strategy,
     mean_over_steps,
     positive_float,
@@ -99,6 +100,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--json", help="default results/mnist_TASK_DATASET.json")
     add_training_arguments(parser, "mnist_counting", checkpoint_every=500)
+    add_backend_argument(parser, "mnist_counting")
     return parser.parse_args(argv)
 
 
@@ -339,7 +341,7 @@ def main(argv=None):
             )
         )
         print(f"Wrote {json_path}.")
-        if nac_model is not None:
+        if nac_model is not None and can_export("the NAC model"):
             export_nac(nac_model, args, test_images, test_labels)
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
     return 0

@@ -33,7 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -43,6 +42,7 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
     create_strategy,
     positive_float,
@@ -88,6 +88,7 @@ def parse_args(argv=None):
     parser.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1")
     parser.add_argument("--json", help="default results/mnist_parity_DATASET.json")
     add_training_arguments(parser, "mnist_parity")
+    add_backend_argument(parser, "mnist_parity")
     args = parser.parse_args(argv)
     if args.canvas_size is None:
         args.canvas_size = CANVAS_SIZE[args.dataset]

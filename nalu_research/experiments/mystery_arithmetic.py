@@ -24,7 +24,6 @@ import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -36,6 +35,7 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
     create_strategy,
     report,
@@ -65,6 +65,7 @@ TRAINING_ARGUMENTS = (
     "train_size",
     "test_size",
     "learning_rate",
+    "backend",
 )
 
 
@@ -111,6 +112,7 @@ def parse_args(argv=None):
     parser.add_argument("--png", default="results/mystery_arithmetic.png")
     parser.add_argument("--json", default="results/mystery_arithmetic.json")
     add_training_arguments(parser, "mystery_arithmetic")
+    add_backend_argument(parser, "mystery_arithmetic")
     args = parser.parse_args(argv)
     for name in ("epochs", "batch_size", "train_size", "test_size"):
         if getattr(args, name) <= 0:

@@ -35,7 +35,6 @@ import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -46,9 +45,11 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
     create_strategy,
     report,
+    steps_per_execution,
 )
 from nalu_research.layers import LastToken, SummedStates  # noqa: E402
 from nalu_research.tasks.number_words import (  # noqa: E402
@@ -93,6 +94,16 @@ def build_models(kind, size, seeds):
             )
         )
     return models
+
+
+def build_side_by_side(kind, size, seeds):
+    """`(model, models)`: the model that trains the seeds' models side by side
+    (token ids -> each seed's last-token prediction, a list of them, or one
+    prediction for one seed) and `build_models(kind, size, seeds)`."""
+    models = build_models(kind, size, seeds)
+    ids = models[0][1].inputs[0]
+    outputs = [model.outputs[0] for _, model in models]
+    return keras.Model(ids, outputs[0] if len(seeds) == 1 else outputs), models
 
 
 def mae(model, ids, y):
@@ -175,11 +186,9 @@ def train_config(
     alone = len(seeds) == 1
 
     def build():
-        built["models"] = models = build_models(kind, size, seeds)
-        keep.watch([model for _, model in models])
-        ids = models[0][1].inputs[0]
-        outputs = [model.outputs[0] for _, model in models]
-        return keras.Model(ids, outputs[0] if alone else outputs)
+        model, built["models"] = build_side_by_side(kind, size, seeds)
+        keep.watch([model for _, model in built["models"]])
+        return model
 
     x, y = data["train"]
     targets = y if alone else (y,) * len(seeds)
@@ -205,7 +214,7 @@ def train_config(
         checkpoint_dir=checkpoint_dir,
         config=config,
         callbacks=[keep],
-        steps_per_execution=args.eval_every,
+        steps_per_execution=steps_per_execution(args.eval_every),
         verbose=0,
     )
     report(result, f"{MODELS[kind]}, size {size}, lr {learning_rate:g}")
@@ -256,6 +265,7 @@ def parse_args(argv=None):
     parser.add_argument("--export-dir", default="saved_models/number_translation")
     parser.add_argument("--json", default="results/number_translation.json")
     add_training_arguments(parser, "number_translation")
+    add_backend_argument(parser, "number_translation")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.steps, args.eval_every = 1, 40, 20
@@ -405,7 +415,35 @@ def main(argv=None):
 
 
 def export_and_save(model, queries, results, chosen, figure, seconds, args):
-    """Exports `model` as a SavedModel of strings and writes the JSON."""
+    """Exports `model` as a SavedModel of strings (on the tensorflow backend)
+    and writes the JSON."""
+    if keras.backend.backend() == "tensorflow":
+        export(model, queries, args)
+    else:
+        print(
+            f"No SavedModel export on the {keras.backend.backend()} backend: the "
+            "served model tokenizes its strings with TextVectorization, in "
+            "TensorFlow's graph; add --backend tensorflow to export it."
+        )
+
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(
+        json.dumps(
+            {
+                "arguments": {**vars(args), "checkpoint_dir": str(args.checkpoint_dir)},
+                "runs": results,
+                "chosen": {n: [s, r] for n, (s, r, _) in chosen.items()},
+                "figure_3": figure,
+                "seconds": seconds,
+            },
+            indent=1,
+        )
+    )
+    print(f"Wrote {args.json}.")
+
+
+def export(model, queries, args):
+    """Exports `model` as a SavedModel that takes a batch of strings."""
     # The served model: strings in, numbers out; tokenized inside the graph.
     text = keras.Input((), dtype="string", name="text")
     vectorize = keras.layers.TextVectorization(
@@ -427,21 +465,6 @@ def export_and_save(model, queries, results, chosen, figure, seconds, args):
         "tf.saved_model.load(path).serve(['five hundred and fifteen', 'nine']) "
         f"= {np.round(np.asarray(numbers), 2).tolist()}"
     )
-
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(
-        json.dumps(
-            {
-                "arguments": {**vars(args), "checkpoint_dir": str(args.checkpoint_dir)},
-                "runs": results,
-                "chosen": {n: [s, r] for n, (s, r, _) in chosen.items()},
-                "figure_3": figure,
-                "seconds": seconds,
-            },
-            indent=1,
-        )
-    )
-    print(f"Wrote {args.json}.")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -54,7 +53,9 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
+    can_export,
     create_strategy,
     report,
 )
@@ -86,6 +87,7 @@ TRAINING_ARGUMENTS = (
     "schedule",
     "untied",
     "eval_size",
+    "backend",
 )
 
 
@@ -139,19 +141,22 @@ class DigitCurves(keras.callbacks.Callback):
             logs[f"{split}_digits"] = digit_accuracy(y, predict(self.model, x))
 
 
+def make_optimizer(args, steps):
+    """Adam at `--learning-rate`, decayed to 1% of it over `steps` steps by
+    `--schedule cosine`, with gradients clipped to `--clipnorm`."""
+    learning_rate = args.learning_rate
+    if args.schedule == "cosine":
+        learning_rate = keras.optimizers.schedules.CosineDecay(
+            args.learning_rate, steps, alpha=0.01
+        )
+    return keras.optimizers.Adam(learning_rate, clipnorm=args.clipnorm)
+
+
 def train_run(kind, seed, generator, data, args, strategy, checkpoint_dir):
     """Trains one model from `seed` in epochs of `args.eval_every` fresh
     batches; returns the `training.fit` result (resumed from `checkpoint_dir`
     when it holds one), the curves and the step of each of their points."""
     epochs = max(1, args.steps // args.eval_every)
-
-    def optimizer():
-        learning_rate = args.learning_rate
-        if args.schedule == "cosine":
-            learning_rate = keras.optimizers.schedules.CosineDecay(
-                args.learning_rate, epochs * args.eval_every, alpha=0.01
-            )
-        return keras.optimizers.Adam(learning_rate, clipnorm=args.clipnorm)
 
     def batches(epoch):  # the stream's steps of this epoch: resumable
         start = epoch * args.eval_every
@@ -162,7 +167,7 @@ def train_run(kind, seed, generator, data, args, strategy, checkpoint_dir):
         lambda: build_model(kind, args.size, generator.steps, not args.untied),
         batches,
         loss=args.loss,
-        optimizer_fn=optimizer,
+        optimizer_fn=lambda: make_optimizer(args, epochs * args.eval_every),
         epochs=epochs,
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
@@ -213,6 +218,7 @@ def parse_args(argv=None):
     ):
         parser.add_argument(f"--{name}", default=None, help=f"default {default}")
     add_training_arguments(parser, "program_evaluation")
+    add_backend_argument(parser, "program_evaluation")
     args = parser.parse_args(argv)
     for name in ("seeds", "steps", "eval_every", "batch_size", "size", "eval_size"):
         if getattr(args, name) <= 0:
@@ -331,7 +337,7 @@ def main(argv=None):
 def write_outputs(results, best, x_test, seconds, args):
     """The curves (PNG), the best NALU (SavedModel) and the results (JSON)."""
     _plot(results, args)
-    if "NALU" in best:
+    if "NALU" in best and can_export("the NALU"):
         path = export_saved_model(best["NALU"][2], args.export_dir, x_test[:8])
         import tensorflow as tf
 

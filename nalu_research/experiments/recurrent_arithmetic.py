@@ -25,7 +25,6 @@ import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -36,6 +35,7 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
     create_strategy,
     report,
@@ -67,7 +67,7 @@ MODELS = {
 QUICK = {"operations": ["add", "mul"], "seeds": 1, "steps": 2000}
 BATCH_SIZE = 128
 # The arguments that change a run's training: a checkpoint resumes only with them.
-TRAINING_ARGUMENTS = ("steps", "learning_rate", "checkpoint_every")
+TRAINING_ARGUMENTS = ("steps", "learning_rate", "checkpoint_every", "backend")
 
 
 def build(model, input_size):
@@ -92,6 +92,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--json", default="results/recurrent_arithmetic.json")
     add_training_arguments(parser, "recurrent_arithmetic", checkpoint_every=1000)
+    add_backend_argument(parser, "recurrent_arithmetic")
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {
         "operations": list(OPERATIONS), "seeds": 3, "steps": 5000,

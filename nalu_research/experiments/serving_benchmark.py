@@ -59,6 +59,11 @@ def parse_args(argv=None):
     parser.add_argument(
         "--serve", nargs=2, metavar=("MODELS_DIR", "SETTINGS"), help=argparse.SUPPRESS
     )  # the fresh serving process
+    if "--serve" not in (sys.argv[1:] if argv is None else argv):
+        # Not in the serving process, which must not import keras_nalu.
+        from nalu_research.cli import add_backend_argument
+
+        add_backend_argument(parser, "serving_benchmark")
     args = parser.parse_args(argv)
     for name in ("requests", "rounds"):
         if getattr(args, name) <= 0:

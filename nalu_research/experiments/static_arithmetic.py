@@ -36,6 +36,7 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    add_backend_argument,
     add_training_arguments,
     create_strategy,
     report,
@@ -97,6 +98,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--eval-size", type=int, default=10_000)
     add_training_arguments(parser, "static_arithmetic", checkpoint_every=1000)
+    add_backend_argument(parser, "static_arithmetic")
     parser.add_argument(
         "--export-dir",
         default=None,

@@ -1,0 +1,347 @@
+"""Training-step benchmark: milliseconds per `model.fit` step on each backend.
+
+Three models, each built by its experiment's own code at the experiment's
+default settings and trained as the experiment trains it (`model.fit`, the
+same loss, optimizer, batches and steps per compiled call):
+
+- demo: the demo's NALU model (2 inputs -> `NALU(1)`, `demo.build_model`),
+  batches of 64 from a `tf.data.Dataset`, 16 steps per compiled call;
+- number words: Embedding -> LSTM -> NALU (`number_translation.
+  build_side_by_side`, size 32, its 3 seeds side by side in one model), the
+  whole training set (169 numbers) at every step from a `tf.data.Dataset`,
+  every step of a `fit` call in one compiled call;
+- program evaluation: the LSTM-configured recurrent NALU
+  (`program_evaluation.build_model`, size 32, 5 time steps), batches of 64
+  fresh programs from its `Batches` PyDataset, one step per call.
+
+Keras fixes its backend per process, so one worker process per backend (this
+Python, `KERAS_BACKEND` set) builds the three models and compiles them with
+a first `fit` call (not timed), then waits. In each of `--rounds` rounds the
+backends take turns, one at a time (tensorflow, jax, torch, tensorflow,
+...), each timing one `fit` call of `--steps` steps per model; the table
+gives the median over the rounds and the ratios of TensorFlow's time to the
+others' (above 1: the other backend is faster). The torch backend runs one
+step per call (Keras's torch trainer takes no `steps_per_execution`).
+
+    python examples/step_benchmark.py
+    python examples/step_benchmark.py --backends tensorflow jax --rounds 5
+    python examples/step_benchmark.py --quick   # a smoke run
+"""
+
+import argparse
+import datetime
+import importlib.metadata
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from nalu_research.backends import BACKENDS, INSTALL  # noqa: E402
+
+MODELS = {
+    "demo": "demo NALU",
+    "number_words": "number words",
+    "program_evaluation": "program evaluation",
+}
+QUICK = {"rounds": 1, "steps": 4}
+SHORT = {"tensorflow": "tf", "jax": "jax", "torch": "torch"}
+# Marks the worker's protocol lines on its standard output.
+MARK = "step-benchmark: "
+
+
+def parse_args(argv=None):
+    from nalu_research.cli import add_backend_argument, positive_int
+
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    installed = [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        choices=BACKENDS,
+        default=installed,
+        help="the backends measured (default: those installed, %(default)s)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=5,
+        help="interleaved rounds; the median is reported (default %(default)s)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=positive_int,
+        default=64,
+        help="training steps per timed fit call (default %(default)s)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a smoke run: {QUICK['rounds']} round of {QUICK['steps']} steps",
+    )
+    parser.add_argument("--json", type=Path, default=Path("results/step_benchmark.json"))
+    add_backend_argument(parser, "step_benchmark")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.steps = QUICK["rounds"], QUICK["steps"]
+    for backend in args.backends:
+        if importlib.util.find_spec(backend) is None:
+            parser.error(
+                f"argument --backends: {backend!r} is not installed here: "
+                f"{INSTALL[backend]}"
+            )
+    args.backends = list(dict.fromkeys(args.backends))  # once each, in order
+    return args
+
+
+# The worker: one backend, the three models.
+
+
+def _demo(steps):
+    import keras
+
+    from nalu_research.cli import steps_per_execution
+    from nalu_research.experiments import demo
+
+    args = demo.parse_args([])
+    x, y = demo.sample("a*b", steps * args.batch_size, demo.TRAIN_RANGE, seed=0)
+    model = demo.build_model("a*b", "NALU (paper)")
+    model.compile(
+        optimizer=keras.optimizers.Adam(args.learning_rate),
+        loss="mse",
+        steps_per_execution=steps_per_execution(min(demo.STEPS_PER_EXECUTION, steps)),
+    )
+    return model, demo.epoch_data(x, y, args.batch_size, seed=0)(0)
+
+
+def _number_words(steps):
+    import keras
+    import tensorflow as tf
+
+    from nalu_research.cli import steps_per_execution
+    from nalu_research.experiments import number_translation
+    from nalu_research.tasks.number_words import NumberWords
+
+    args = number_translation.parse_args([])
+    _, ids, y = NumberWords(seed=args.seed).split("train")
+    seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
+    model, _ = number_translation.build_side_by_side("nalu", max(args.sizes), seeds)
+    model.compile(
+        optimizer=keras.optimizers.Adam(args.learning_rates[0]),
+        loss=[args.loss] * len(seeds),
+        steps_per_execution=steps_per_execution(min(args.eval_every, steps)),
+    )
+    return model, tf.data.Dataset.from_tensors((ids, (y,) * len(seeds))).repeat(steps)
+
+
+def _program_evaluation(steps):
+    from nalu_research.experiments import program_evaluation
+    from nalu_research.tasks.program_evaluation import ProgramEvaluation
+
+    args = program_evaluation.parse_args([])
+    generator = ProgramEvaluation(args.task)
+    model = program_evaluation.build_model(
+        "nalu", args.size, generator.steps, not args.untied
+    )
+    model.compile(
+        optimizer=program_evaluation.make_optimizer(args, args.steps), loss=args.loss
+    )
+    batches = program_evaluation.Batches(
+        generator, args.batch_size, steps, seed=args.seed + 1
+    )
+    return model, batches
+
+
+BUILDERS = {
+    "demo": _demo,
+    "number_words": _number_words,
+    "program_evaluation": _program_evaluation,
+}
+
+
+def _send(message):
+    print(MARK + json.dumps(message), flush=True)
+
+
+def worker(settings):
+    """A backend's process: builds and compiles the models, says it is ready,
+    then times one `fit` call per model for each `time` line on its input."""
+    import keras
+
+    settings = json.loads(settings)
+    steps = settings["steps"]
+    runs = {}
+    for name in MODELS:
+        keras.utils.set_random_seed(0)
+        runs[name] = BUILDERS[name](steps)
+        runs[name][0].fit(runs[name][1], epochs=1, shuffle=False, verbose=0)
+    _send({"backend": keras.backend.backend()})
+    for line in sys.stdin:
+        if line.strip() != "time":
+            break
+        times = {}
+        for name, (model, data) in runs.items():
+            start = time.perf_counter()
+            model.fit(data, epochs=1, shuffle=False, verbose=0)
+            times[name] = 1000 * (time.perf_counter() - start) / steps
+        _send(times)
+
+
+class Worker:
+    """The process of one backend, driven through its standard streams."""
+
+    def __init__(self, backend, settings):
+        self.backend = backend
+        self.log = tempfile.TemporaryFile("w+")
+        code = (
+            "import sys; from nalu_research.experiments.step_benchmark import "
+            "worker; worker(sys.argv[1])"
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", code, json.dumps(settings)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env={**os.environ, "KERAS_BACKEND": backend},
+        )
+        ready = self.receive()
+        if ready["backend"] != backend:
+            self.fail(f"it runs on {ready['backend']}")
+
+    def receive(self):
+        for line in self.process.stdout:
+            if line.startswith(MARK):
+                return json.loads(line[len(MARK) :])
+        self.fail("it exited")
+
+    def time(self):
+        self.process.stdin.write("time\n")
+        self.process.stdin.flush()
+        return self.receive()
+
+    def fail(self, what):
+        self.close()
+        self.log.seek(0)
+        raise RuntimeError(
+            f"The {self.backend} worker failed ({what}):\n{self.log.read()[-3000:]}"
+        )
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def measure(args):
+    """`{model: {backend: [ms per step of each round]}}`. The workers start
+    one after another (each compiles alone), then take turns in rounds."""
+    settings = {"steps": args.steps}
+    workers = []
+    try:
+        for backend in args.backends:
+            print(f"Starting the {backend} worker (builds and compiles)...", flush=True)
+            workers.append(Worker(backend, settings))
+        times = {name: {b: [] for b in args.backends} for name in MODELS}
+        for round_ in range(args.rounds):
+            for worker_ in workers:
+                for name, ms in worker_.time().items():
+                    times[name][worker_.backend].append(ms)
+            print(f"Round {round_ + 1} of {args.rounds} done.", flush=True)
+    finally:
+        for worker_ in workers:
+            worker_.close()
+    return times
+
+
+def summarize(times, backends):
+    """Medians, TensorFlow's ratios to the other backends, the fastest."""
+    results = {}
+    for name, by_backend in times.items():
+        medians = {b: statistics.median(by_backend[b]) for b in backends}
+        ratios = {}
+        if "tensorflow" in medians:
+            for b in backends:
+                if b != "tensorflow":
+                    ratios[f"tensorflow/{b}"] = medians["tensorflow"] / medians[b]
+        results[name] = {
+            "ms_per_step": medians,
+            "rounds": by_backend,
+            "ratios": ratios,
+            "fastest": min(medians, key=medians.get),
+        }
+    return results
+
+
+def print_table(results, backends):
+    others = [b for b in BACKENDS if b != "tensorflow"]
+    header = [f"{b} ms" for b in BACKENDS] + [f"tf/{SHORT[b]} ratio" for b in others]
+    print("\n| model | " + " | ".join(header) + " | fastest |")
+    print("|---" * (len(header) + 2) + "|")
+    for name, result in results.items():
+        medians, ratios = result["ms_per_step"], result["ratios"]
+        cells = [f"{medians[b]:.3g}" if b in medians else "-" for b in BACKENDS]
+        cells += [
+            f"{ratios[f'tensorflow/{b}']:.2f}" if f"tensorflow/{b}" in ratios else "-"
+            for b in others
+        ]
+        print(f"| {MODELS[name]} | " + " | ".join(cells) + f" | {result['fastest']} |")
+    print(
+        "\nMilliseconds per training step, median over the rounds; a ratio "
+        "above 1 means the other backend is faster than TensorFlow."
+    )
+
+
+def versions(backends):
+    packages = ["keras", *backends]
+    return {p: importlib.metadata.version(p) for p in packages}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    print(
+        f"ms per model.fit step on {', '.join(args.backends)}: {args.rounds} "
+        f"interleaved round(s) of {args.steps} steps per model, after a "
+        "compiling fit call.\n",
+        flush=True,
+    )
+    start = time.perf_counter()
+    times = measure(args)
+    results = summarize(times, args.backends)
+    print_table(results, args.backends)
+    seconds = time.perf_counter() - start
+    print(f"\nMeasured in {seconds:.0f} s.")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    args.json.write_text(
+        json.dumps(
+            {
+                "date": datetime.date.today().isoformat(),
+                "settings": settings,
+                "versions": versions(args.backends),
+                "seconds": seconds,
+                "models": results,
+            },
+            indent=1,
+        )
+    )
+    print(f"Wrote {args.json}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,10 +3,16 @@
 # `make docs` builds the documentation site (site/) with warnings as errors.
 #
 # Two environments, because Keras imports matplotlib and scikit-learn whenever
-# they are installed: .venv holds the library with its dev tools only, so
-# `import keras_nalu` there loads no research dependency; .venv-research adds
-# the research harness's extra (tensorflow-datasets, scikit-learn, matplotlib)
-# and runs the tests marked `research`. Run the experiments with its python.
+# they are installed: .venv holds the library with its dev tools and the three
+# Keras backends (tensorflow, jax, torch), so `import keras_nalu` there loads
+# no research dependency; .venv-research sees .venv's packages (a .pth file)
+# and adds the research harness's extra (tensorflow-datasets, scikit-learn,
+# matplotlib); it runs the tests marked `research`. Run the experiments with
+# its python.
+#
+# `make test` runs the suite on TensorFlow, then the tests marked `backends`
+# (layers, cells, ops, training.fit, the seed-batched engine) on jax and on
+# torch; tests/test_backends.py loads models across every pair of backends.
 
 PYTHON ?= python3
 VENV := .venv
@@ -27,8 +33,10 @@ $(INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
 	$(PY) $(PIP_INSTALL) ".[dev]"
 	touch $(INSTALLED)
 
-$(RESEARCH_INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
+$(RESEARCH_INSTALLED): $(INSTALLED)
 	test -x $(RESEARCH_PY) || $(PYTHON) -m venv $(RESEARCH_VENV)
+	$(PY) -c "import site; print(site.getsitepackages()[0])" > \
+	  "$$($(RESEARCH_PY) -c 'import site; print(site.getsitepackages()[0])')/_keras_nalu_base.pth"
 	$(RESEARCH_PY) $(PIP_INSTALL) ".[dev,research]"
 	touch $(RESEARCH_INSTALLED)
 
@@ -37,6 +45,8 @@ demo: $(INSTALLED)
 
 test: $(INSTALLED) $(RESEARCH_INSTALLED)
 	$(PY) -m pytest -m "not slow and not research"
+	KERAS_BACKEND=jax $(PY) -m pytest -m "backends and not slow"
+	KERAS_BACKEND=torch $(PY) -m pytest -m "backends and not slow"
 	$(RESEARCH_PY) -m pytest -m "research and not slow"
 
 docs: $(INSTALLED)

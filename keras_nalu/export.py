@@ -55,7 +55,16 @@ def export_saved_model(
             bool). XLA fuses the NALU's elementwise log, exp and sigmoid with
             their neighbours: `examples/serving_benchmark.py` measures the
             gain. The model's inputs must have known dimensions besides the
-            batch.
+            batch. On the JAX backend the endpoint is always XLA (jax2tf
+            embeds the compiled program), so the flag changes nothing there.
+
+    Backends: TensorFlow and JAX. On JAX, Keras converts the model with
+    `jax2tf`, without gradient functions (jax2tf cannot trace the gradient
+    of the NMU's product for a batch of unknown size, and serving needs
+    none), so the SavedModel serves but cannot be fine-tuned in TensorFlow.
+    Keras's SavedModel export from torch fails on every model here (Keras
+    3.15, torch 2.13): save a `.keras` file and export it from a process
+    with `KERAS_BACKEND=tensorflow`.
 
     Returns:
         The `pathlib.Path` of the exported SavedModel.
@@ -89,6 +98,14 @@ def export_saved_model(
                 f"Received an invalid value for `{name}`, expected True or "
                 f"False. Received: {name}={value!r}"
             )
+    backend = keras.backend.backend()
+    if backend not in ("tensorflow", "jax"):
+        raise ValueError(
+            "export_saved_model needs the tensorflow or jax backend; this "
+            f"process runs KERAS_BACKEND={backend!r}. Save the model with "
+            "`model.save('model.keras')`, then load and export it in a process "
+            "with KERAS_BACKEND=tensorflow."
+        )
     path = _check_target(path, overwrite)
     if sample_input is None:
         sample_input = _default_sample(model)
@@ -103,7 +120,14 @@ def export_saved_model(
     moved = False
     try:
         exported = staging / path.name
-        if jit_compile:
+        if backend == "jax":
+            model.export(
+                str(exported),
+                format="tf_saved_model",
+                verbose=False,
+                jax2tf_kwargs={"with_gradient": False},
+            )
+        elif jit_compile:
             _export_compiled(model, exported)
         else:
             model.export(str(exported), format="tf_saved_model", verbose=False)

@@ -1,7 +1,9 @@
 """Training that survives interruption and says when it diverges, on any
 `tf.distribute` strategy: the loop every example runs.
 
-`fit` trains one model epoch by epoch. With the default strategy or
+`fit` trains one model epoch by epoch, on every Keras backend: on jax and
+torch with the default strategy and `model.fit` (tf.distribute and the custom
+loop need the tensorflow backend). With the default strategy or
 `tf.distribute.MirroredStrategy` each epoch is a `model.fit` call; under
 `tf.distribute.MultiWorkerMirroredStrategy`, which Keras 3's `model.fit` does
 not support, it is `keras_nalu.distribute.Trainer.fit`, the same loop written
@@ -190,6 +192,14 @@ def fit(
     custom = loop == "custom" or (
         loop == "auto" and distribute.is_multi_worker(strategy)
     )
+    backend = keras.backend.backend()
+    if backend != "tensorflow" and (custom or _distributed(strategy)):
+        raise ValueError(
+            "tf.distribute strategies and the custom loop need the tensorflow "
+            f"backend; this process runs KERAS_BACKEND={backend!r}. Received: "
+            f"strategy={type(strategy).__name__}, loop={loop!r}. On {backend}, "
+            "train with the default strategy and loop='fit' or 'auto'."
+        )
 
     if custom:
         trainer = distribute.Trainer(model_fn, loss, optimizer_fn, strategy)
@@ -237,6 +247,11 @@ def fit(
         if checkpoint is not None and distribute.is_chief(strategy):
             checkpoint.save(epoch, history, divergence, callbacks)
     return FitResult(model, history, epoch, start, divergence)
+
+
+def _distributed(strategy):
+    """Whether `strategy` is another than TensorFlow's default one."""
+    return type(strategy) is not type(tf.distribute.get_strategy())
 
 
 def remove_checkpoint(checkpoint_dir):

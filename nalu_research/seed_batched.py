@@ -322,7 +322,9 @@ def counter_uniform(streams, step, shape, low, high):
         high: Upper bound.
     """
     size = int(np.prod(shape))
-    keys = _mix(ops.bitwise_xor(_mix(ops.cast(streams, "int32")), ops.cast(step, "int32")))
+    keys = _mix(
+        ops.bitwise_xor(_mix(ops.cast(streams, "int32")), ops.cast(step, "int32"))
+    )
     counters = ops.arange(size, dtype="int32")
     bits = _mix(ops.bitwise_xor(counters[None, :], keys[:, None]))
     unit = ops.cast(ops.bitwise_and(ops.right_shift(bits, 8), 0xFFFFFF), "float32")

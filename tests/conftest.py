@@ -23,9 +23,14 @@ RESEARCH_DOCTESTS = ("nalu_research/tasks/mnist.py",)
 
 
 def pytest_collection_modifyitems(items):
+    backend = keras.backend.backend()
     for item in items:
         if item.nodeid.split("::")[0] in RESEARCH_DOCTESTS:
             item.add_marker(pytest.mark.research)
+        if backend != "tensorflow" and item.get_closest_marker("tensorflow"):
+            item.add_marker(
+                pytest.mark.skip(reason=f"needs the tensorflow backend, not {backend}")
+            )
 
 
 def gradients(layer, x):
@@ -49,9 +54,7 @@ def gradients(layer, x):
         import torch
 
         loss = keras.ops.sum(layer(x))
-        grads = torch.autograd.grad(
-            loss, [w.value for w in weights], allow_unused=True
-        )
+        grads = torch.autograd.grad(loss, [w.value for w in weights], allow_unused=True)
     else:
         import tensorflow as tf
 

@@ -8,6 +8,8 @@ from tests.layer_test_case import run_layer_test
 from tests.test_nalu import FULL_KWARGS, RANDOM_NORMAL_INIT
 from tests.test_ops import np_nac_weight, np_nalu
 
+pytestmark = pytest.mark.backends
+
 CELLS = [NACCell, NALUCell]
 
 

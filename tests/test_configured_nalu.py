@@ -12,6 +12,8 @@ from keras_nalu import NALU, export_saved_model
 from keras_nalu.layers import ConfiguredNALU
 from tests.conftest import assert_gradients_reach_every_weight, constant
 
+pytestmark = pytest.mark.backends
+
 RNG = np.random.default_rng(0)
 
 
@@ -214,6 +216,7 @@ def serve_in_fresh_process(model_dir, inputs, tmp_path):
     return [np.array(x) for x in json.loads(result.stdout.splitlines()[-1])]
 
 
+@pytest.mark.tensorflow  # the export from jax: tests/test_backends.py
 def test_lstm_configured_model_serves_without_keras_nalu(tmp_path):
     """One input: per step a value and a token; an LSTM configures the NALU."""
     inputs = keras.Input((None, 4), name="steps")

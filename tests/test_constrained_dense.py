@@ -8,6 +8,8 @@ from nalu_research.tasks.mnist import ABLATION_VARIANTS
 from tests.conftest import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
 
+pytestmark = pytest.mark.backends
+
 X = np.array([[1.0, 2.0, 3.0], [-4.0, 5.0, 0.0]], "float32")
 KERNEL, M_HAT, BIAS = 0.5, -1.0, 0.25
 

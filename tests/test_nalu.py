@@ -7,6 +7,8 @@ from tests.conftest import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
 from tests.test_ops import np_nac_weight, np_nalu
 
+pytestmark = pytest.mark.backends
+
 FULL_KWARGS = {
     "units": 2,
     "epsilon": 1e-6,

@@ -4,6 +4,8 @@ from keras import ops
 
 from keras_nalu import ops as nalu_ops
 
+pytestmark = pytest.mark.backends
+
 
 def np_nac_weight(w_hat, m_hat):
     return np.tanh(w_hat) / (1.0 + np.exp(-m_hat))

@@ -25,6 +25,8 @@ from nalu_research.seed_batched import (
 from nalu_research.tasks import StaticArithmetic
 from tests.processes import kill_when_written
 
+pytestmark = pytest.mark.backends
+
 BENCHMARK = Path(__file__).resolve().parents[1] / "examples" / "arithmetic_benchmark.py"
 
 
@@ -185,7 +187,10 @@ def test_a_run_trains_as_it_would_alone():
         bench._train_chunk(10)
     for name, weight in alone.params.items():
         np.testing.assert_allclose(
-            to_numpy(together.params[name])[1], to_numpy(weight)[0], rtol=1e-5, atol=1e-7
+            to_numpy(together.params[name])[1],
+            to_numpy(weight)[0],
+            rtol=1e-5,
+            atol=1e-7,
         )
 
 

@@ -14,6 +14,8 @@ from tests.layer_test_case import run_layer_test
 from tests.test_export import serve_in_fresh_process
 from tests.test_ops import np_nac_weight
 
+pytestmark = pytest.mark.backends
+
 
 def to_np(t):
     return keras.ops.convert_to_numpy(t)
@@ -293,6 +295,7 @@ def test_effective_kernel_before_build_raises():
         NMU(2).effective_kernel  # noqa: B018
 
 
+@pytest.mark.tensorflow  # the export from jax: tests/test_backends.py
 def test_models_of_every_unit_serve_without_keras_nalu(tmp_path):
     model = keras.Sequential(
         [keras.Input((4,), name="x"), NAU(3), NMU(2), NMRU(2), INALU(1)]

@@ -4,7 +4,8 @@ Keras fixes its backend when it is first imported (`KERAS_BACKEND`), so an
 example chooses it first: `run(experiment)` reads `--backend`, checks it, sets
 `KERAS_BACKEND`, and only then imports the experiment and calls its `main`.
 The backend is `--backend` when given, else `$KERAS_BACKEND` when set, else
-the experiment's entry in `DEFAULTS`: the backend measured fastest for it.
+the experiment's entry in `DEFAULTS`: the backend measured fastest for it
+(tensorflow, with a note, when that one is not installed).
 
 This module imports neither Keras nor any backend: `examples/NAME.py` is
 
@@ -22,29 +23,46 @@ from pathlib import Path
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
-# Each experiment's backend: the fastest of those it runs on, in milliseconds
-# per training step of `model.fit`, measured on 2026-11-23 (2 CPU cores) by
-#     python examples/step_benchmark.py     # 3 interleaved rounds, 200 steps
-# for the demo's NALU model, the number-word model (Embedding -> LSTM -> NALU,
-# full batch) and the program-evaluation model (the LSTM-configured NALU):
-#     demo                 tensorflow  jax  torch  (see the table in the report)
-# The other `fit` experiments take the figure of the closest of the three:
-# single small layers trained in small batches (identity, mystery, mnist
-# parity: the demo's model), recurrent models on fresh batches (recurrent
-# arithmetic, mnist counting: the program-evaluation model).
+# Each experiment's backend: the fastest of those it runs on, measured on
+# 2026-11-23 on 2 CPU cores (keras 3.15.1, tensorflow 2.21.0, jax 0.10.2,
+# torch 2.13.0+cpu). Milliseconds per `model.fit` step (median of 5 rounds,
+# compilation excluded) and seconds of the first, compiling fit call, by
+#     python examples/step_benchmark.py
+#                        tensorflow       jax            torch
+#     demo NALU          0.263 ms 0.61 s  0.226 ms 0.44 s  1.55 ms 0.16 s
+#     number words       4.73 ms  2.83 s  2.2 ms   1.51 s  19.7 ms 0.74 s
+#     program evaluation 4.77 ms  1.88 s  0.688 ms 1.17 s  10.8 ms 0.72 s
+# Whole runs decide where they disagree with the step times: an experiment
+# that builds many small models and evaluates them eagerly between epochs pays
+# compilations and eager calls that cost more on jax than the steps save.
+# Seconds of training (examples/NAME.py --backend B, the options given):
+#     demo (its default run)                       tf 30, jax 42, torch 307
+#     number_translation --models nalu --sizes 32 --learning-rates 0.01
+#                                                  tf 18, jax 35
+#     program_evaluation --models nalu lstm --seeds 1 --steps 2000
+#                                                  tf 24, jax 15
+#     recurrent_arithmetic --operations add mul --models lstm gru rnn_tanh
+#       nalu nac --seeds 1 --steps 2000            tf 39, jax 12 (twice each)
+#     identity_extrapolation --models NAC ReLU --seeds 1 --steps 2000
+#                                                  tf 3, jax 6, torch 7
+#     mystery_arithmetic --epochs 60               tf 9-12, jax 11-12, torch 18
+#     mnist_counting --dataset digits --models lstm nac --steps 1000
+#                                                  tf 19-22, jax 21-25, torch 24
+#     mnist_parity --dataset digits --variants NAC Wx+b --train-size 8000
+#       --epochs 2                                 tf 5-6, jax 12-13, torch 8-9
 DEFAULTS = {
-    "arithmetic_benchmark": "tensorflow",  # set by the engine's measurement
+    "arithmetic_benchmark": "jax",  # the engine's rows of the step benchmark
     "demo": "tensorflow",
     "identity_extrapolation": "tensorflow",
     "mnist_counting": "tensorflow",
     "mnist_parity": "tensorflow",
     "mystery_arithmetic": "tensorflow",
     "number_translation": "tensorflow",
-    "program_evaluation": "tensorflow",
-    "recurrent_arithmetic": "tensorflow",
+    "program_evaluation": "jax",
+    "recurrent_arithmetic": "jax",
     "serving_benchmark": "tensorflow",  # it measures TensorFlow SavedModels
-    "static_arithmetic": "tensorflow",  # set by the engine's measurement
-    "step_benchmark": "tensorflow",  # trains nothing itself: one process per backend
+    "static_arithmetic": "tensorflow",  # model.fit of small models, as identity
+    "step_benchmark": "tensorflow",  # trains nothing: one process per backend
 }
 
 # Experiments that run on TensorFlow only, and why.
@@ -88,7 +106,9 @@ def choose_backend(experiment, argv):
 
     Exits with status 2 (as argparse does) and a message when that backend is
     not one of `BACKENDS`, does not run the experiment, is not installed, or
-    is not the one of a Keras imported already.
+    is not the one of a Keras imported already. A default backend that is not
+    installed gives way to tensorflow (a dependency of the package), with a
+    note on stderr saying what to install.
     """
     value = _flag_value(argv)
     if value is not None:
@@ -105,6 +125,13 @@ def choose_backend(experiment, argv):
             f"{what}: {experiment} runs on 'tensorflow' only "
             f"({TENSORFLOW_ONLY[experiment]}); received {value!r}"
         )
+    if what == "the default backend" and importlib.util.find_spec(value) is None:
+        print(
+            f"{experiment} runs fastest on {value}, not installed here "
+            f"({INSTALL[value]}): running it on tensorflow.",
+            file=sys.stderr,
+        )
+        value = "tensorflow"
     if importlib.util.find_spec(value) is None:
         _fail(
             f"{what}: the {value!r} backend needs the {value} package, which "

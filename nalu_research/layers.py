@@ -2,7 +2,7 @@
 
 Everything here is registered under the package name `nalu_research`, so a
 saved experiment model reloads with `keras.saving.load_model` once
-`nalu_research` is imported. The arithmetic units themselves come from the
+`nalu_research.layers` is imported. The arithmetic units themselves come from the
 library, `keras_nalu`.
 """
 

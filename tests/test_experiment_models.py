@@ -70,7 +70,7 @@ def experiment_models():
 _RELOAD = """
 import json, sys
 import keras, numpy as np
-import nalu_research  # registers the experiments' layers
+import nalu_research.layers  # registers the experiments' layers
 cases = json.loads(sys.stdin.read())
 for path, inputs, expected in cases:
     model = keras.saving.load_model(path)

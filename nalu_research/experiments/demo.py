@@ -41,8 +41,8 @@ from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
-    create_strategy,
     can_export,
+    create_strategy,
     positive_float,
     positive_int,
     report,
@@ -130,7 +130,9 @@ def relative_error(model, x, y):
 
 def build_model(operation, name):
     """The model of the row `name` of `operation`: 2 inputs, 1 output."""
-    return keras.Sequential([keras.Input((2,)), *MODELS[operation][name]()], name="model")
+    return keras.Sequential(
+        [keras.Input((2,)), *MODELS[operation][name]()], name="model"
+    )
 
 
 def train(operation, name, seed, data, args, strategy, checkpoint_dir):

@@ -322,7 +322,10 @@ def main(argv=None):
     seconds = time.perf_counter() - start
 
     print_table(names, runs, args)
-    print(f"\nTrained {len(runs)} models in {seconds:.0f} s.")
+    print(
+        f"\nTrained {len(runs)} models in {seconds:.0f} s"
+        f" on the {keras.backend.backend()} backend."
+    )
 
     if is_chief(strategy):
         plot(names, runs, grid[:, 0], args)

@@ -329,7 +329,10 @@ def main(argv=None):
             nac_model = model
     wall = time.perf_counter() - start
     print_table(args, results, dataset_name)
-    print(f"\nTrained and evaluated in {wall:.0f} s.")
+    print(
+        f"\nTrained and evaluated in {wall:.0f} s on the "
+        f"{keras.backend.backend()} backend."
+    )
     if is_chief(strategy):
         json_path = Path(args.json or f"results/mnist_{args.task}_{args.dataset}.json")
         json_path.parent.mkdir(parents=True, exist_ok=True)

@@ -240,7 +240,10 @@ def main(argv=None):
             f"| {name} | {np.mean(accuracies):.1f} | {min(accuracies):.1f}-"
             f"{max(accuracies):.1f} | {mnist.PAPER_TABLE_4[variant]} |"
         )
-    print(f"\nTrained and evaluated in {wall:.0f} s.")
+    print(
+        f"\nTrained and evaluated in {wall:.0f} s on the "
+        f"{keras.backend.backend()} backend."
+    )
     if is_chief(strategy):
         json_path = Path(args.json or f"results/mnist_parity_{args.dataset}.json")
         json_path.parent.mkdir(parents=True, exist_ok=True)

@@ -132,7 +132,8 @@ def main(argv=None):
     print(
         f"Train on {args.train_size} examples from U{list(task.train_range)}, test "
         f"on {args.test_size} from U{list(task.test_range)}; {args.epochs} epochs "
-        f"of batches of {args.batch_size}, Adam lr {args.learning_rate:g}.\n"
+        f"of batches of {args.batch_size}, Adam lr {args.learning_rate:g}; Keras "
+        f"backend {keras.backend.backend()}.\n"
     )
 
     ops_ = sorted(set(kinds))

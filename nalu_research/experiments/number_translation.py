@@ -381,7 +381,10 @@ def main(argv=None):
             + f" | {per_seed} |"
         )
     total = sum(len(runs) for configs in results.values() for runs in configs.values())
-    print(f"\nTrained {total} runs in {seconds:.0f} s.")
+    print(
+        f"\nTrained {total} runs in {seconds:.0f} s on the "
+        f"{keras.backend.backend()} backend."
+    )
 
     (errors, seed, steps_model, model), name = best
     print(

@@ -316,7 +316,10 @@ def main(argv=None):
         marker = f" (seed {', '.join(map(str, diverged))} diverged)" if diverged else ""
         print(f"| {name}{marker} | " + " | ".join(cells) + " |")
     runs = sum(len(r) for r in results.values())
-    print(f"\nTrained {runs} runs in {seconds:.0f} s.")
+    print(
+        f"\nTrained {runs} runs in {seconds:.0f} s on the "
+        f"{keras.backend.backend()} backend."
+    )
 
     x_test, y_test = data["test"]
     for name, (_, seed, model) in best.items():

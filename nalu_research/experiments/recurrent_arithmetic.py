@@ -215,7 +215,7 @@ def main(argv=None):
             "training stopped there and the run was evaluated as it stopped)."
         )
     seconds = time.perf_counter() - start
-    print(f"\nWall time: {seconds:.0f} s.")
+    print(f"\nWall time: {seconds:.0f} s on the {keras.backend.backend()} backend.")
     if is_chief(strategy):
         arguments = {
             k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()

@@ -25,7 +25,6 @@ import os
 import sys
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
@@ -40,6 +39,7 @@ from nalu_research.cli import (  # noqa: E402
     add_training_arguments,
     create_strategy,
     report,
+    steps_per_execution,
     stream_epochs,
 )
 from nalu_research.tasks import (  # noqa: E402
@@ -136,7 +136,9 @@ def train(build, task, args, seed, strategy, checkpoint_dir):
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
         config={**config, "seed": seed},
-        steps_per_execution=min(100, args.steps, args.checkpoint_every),
+        steps_per_execution=steps_per_execution(
+            min(100, args.steps, args.checkpoint_every)
+        ),
         verbose=1 if sys.stdout.isatty() else 2,
     )
 

@@ -15,13 +15,15 @@ same loss, optimizer, batches and steps per compiled call):
   fresh programs from its `Batches` PyDataset, one step per call.
 
 Keras fixes its backend per process, so one worker process per backend (this
-Python, `KERAS_BACKEND` set) builds the three models and compiles them with
-a first `fit` call (not timed), then waits. In each of `--rounds` rounds the
-backends take turns, one at a time (tensorflow, jax, torch, tensorflow,
-...), each timing one `fit` call of `--steps` steps per model; the table
-gives the median over the rounds and the ratios of TensorFlow's time to the
-others' (above 1: the other backend is faster). The torch backend runs one
-step per call (Keras's torch trainer takes no `steps_per_execution`).
+Python, `KERAS_BACKEND` set) builds the three models and warms them up with
+two `fit` calls (compilation; not timed), then waits. In each of `--rounds`
+rounds the backends take turns, one at a time (tensorflow, jax, torch,
+tensorflow, ...), each timing one `fit` call of `--steps` steps per model;
+the table gives the median over the rounds and the ratios of TensorFlow's
+time to the others' (above 1: the other backend is faster). A second table
+gives the seconds of each model's first, compiling `fit` call. The torch
+backend runs one step per call (its Keras trainer takes no
+`steps_per_execution`).
 
     python examples/step_benchmark.py
     python examples/step_benchmark.py --backends tensorflow jax --rounds 5
@@ -51,6 +53,9 @@ MODELS = {
     "program_evaluation": "program evaluation",
 }
 QUICK = {"rounds": 1, "steps": 4}
+# Untimed fit calls per model before the rounds: the first compiles, the
+# second still ran slower than the later ones (TensorFlow: 4x) when measured.
+WARM_UP = 2
 SHORT = {"tensorflow": "tf", "jax": "jax", "torch": "torch"}
 # Marks the worker's protocol lines on its standard output.
 MARK = "step-benchmark: "
@@ -89,7 +94,12 @@ def parse_args(argv=None):
         action="store_true",
         help=f"a smoke run: {QUICK['rounds']} round of {QUICK['steps']} steps",
     )
-    parser.add_argument("--json", type=Path, default=Path("results/step_benchmark.json"))
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=Path("results/step_benchmark.json"),
+        help="where the results go (default %(default)s)",
+    )
     add_backend_argument(parser, "step_benchmark")
     args = parser.parse_args(argv)
     if args.quick:
@@ -180,12 +190,16 @@ def worker(settings):
 
     settings = json.loads(settings)
     steps = settings["steps"]
-    runs = {}
+    runs, first_call = {}, {}
     for name in MODELS:
         keras.utils.set_random_seed(0)
-        runs[name] = BUILDERS[name](steps)
-        runs[name][0].fit(runs[name][1], epochs=1, shuffle=False, verbose=0)
-    _send({"backend": keras.backend.backend()})
+        model, data = runs[name] = BUILDERS[name](steps)
+        for i in range(WARM_UP):
+            start = time.perf_counter()
+            model.fit(data, epochs=1, shuffle=False, verbose=0)
+            if i == 0:
+                first_call[name] = time.perf_counter() - start
+    _send({"backend": keras.backend.backend(), "first_call_s": first_call})
     for line in sys.stdin:
         if line.strip() != "time":
             break
@@ -218,6 +232,7 @@ class Worker:
         ready = self.receive()
         if ready["backend"] != backend:
             self.fail(f"it runs on {ready['backend']}")
+        self.first_call = ready["first_call_s"]
 
     def receive(self):
         for line in self.process.stdout:
@@ -248,8 +263,9 @@ class Worker:
 
 
 def measure(args):
-    """`{model: {backend: [ms per step of each round]}}`. The workers start
-    one after another (each compiles alone), then take turns in rounds."""
+    """`({model: {backend: [ms per step of each round]}}, {model: {backend:
+    seconds of the first fit call}})`. The workers start one after another
+    (each compiles alone), then take turns in rounds."""
     settings = {"steps": args.steps}
     workers = []
     try:
@@ -257,6 +273,9 @@ def measure(args):
             print(f"Starting the {backend} worker (builds and compiles)...", flush=True)
             workers.append(Worker(backend, settings))
         times = {name: {b: [] for b in args.backends} for name in MODELS}
+        first_call = {
+            name: {w.backend: w.first_call[name] for w in workers} for name in MODELS
+        }
         for round_ in range(args.rounds):
             for worker_ in workers:
                 for name, ms in worker_.time().items():
@@ -265,10 +284,10 @@ def measure(args):
     finally:
         for worker_ in workers:
             worker_.close()
-    return times
+    return times, first_call
 
 
-def summarize(times, backends):
+def summarize(times, first_call, backends):
     """Medians, TensorFlow's ratios to the other backends, the fastest."""
     results = {}
     for name, by_backend in times.items():
@@ -283,6 +302,7 @@ def summarize(times, backends):
             "rounds": by_backend,
             "ratios": ratios,
             "fastest": min(medians, key=medians.get),
+            "first_call_s": first_call[name],
         }
     return results
 
@@ -304,6 +324,17 @@ def print_table(results, backends):
         "\nMilliseconds per training step, median over the rounds; a ratio "
         "above 1 means the other backend is faster than TensorFlow."
     )
+    print("\n| model | " + " | ".join(f"{b} first call s" for b in BACKENDS) + " |")
+    print("|---" * (len(BACKENDS) + 1) + "|")
+    for name, result in results.items():
+        first = result["first_call_s"]
+        cells = [f"{first[b]:.2f}" if b in first else "-" for b in BACKENDS]
+        print(f"| {MODELS[name]} | " + " | ".join(cells) + " |")
+    print(
+        "\nSeconds of the first fit call of each model (the same steps, and "
+        "the compilation), paid once per model built: an experiment that "
+        "builds many models pays it each time."
+    )
 
 
 def versions(backends):
@@ -315,13 +346,13 @@ def main(argv=None):
     args = parse_args(argv)
     print(
         f"ms per model.fit step on {', '.join(args.backends)}: {args.rounds} "
-        f"interleaved round(s) of {args.steps} steps per model, after a "
-        "compiling fit call.\n",
+        f"interleaved round(s) of {args.steps} steps per model, after {WARM_UP} "
+        "untimed fit calls (compilation).\n",
         flush=True,
     )
     start = time.perf_counter()
-    times = measure(args)
-    results = summarize(times, args.backends)
+    times, first_call = measure(args)
+    results = summarize(times, first_call, args.backends)
     print_table(results, args.backends)
     seconds = time.perf_counter() - start
     print(f"\nMeasured in {seconds:.0f} s.")

@@ -1,4 +1,4 @@
-"""Training-step benchmark: milliseconds per `model.fit` step on each backend.
+"""Training-step benchmark: milliseconds per training step on each backend.
 
 Three models, each built by its experiment's own code at the experiment's
 default settings and trained as the experiment trains it (`model.fit`, the
@@ -13,6 +13,14 @@ same loss, optimizer, batches and steps per compiled call):
 - program evaluation: the LSTM-configured recurrent NALU
   (`program_evaluation.build_model`, size 32, 5 time steps), batches of 64
   fresh programs from its `Batches` PyDataset, one step per call.
+
+And the seed-batched engine (`nalu_research.seed_batched`, which
+`arithmetic_benchmark` runs): NALU-NALU on a*b, batches of 128 of 100 inputs,
+with 25 and with 150 runs in one program, timed over `--steps` iterations of
+`StaticBenchmark`'s compiled loop and given in ms per run-iteration (a step's
+time divided by its runs). Issue 13 measured a PyTorch loop of the same
+NALU-NALU over 25 seeds at 0.165 ms per run-iteration, and the former
+TensorFlow-only engine at 0.137 (30 runs) and 0.088 (150 runs).
 
 Keras fixes its backend per process, so one worker process per backend (this
 Python, `KERAS_BACKEND` set) builds the three models and warms them up with
@@ -51,6 +59,8 @@ MODELS = {
     "demo": "demo NALU",
     "number_words": "number words",
     "program_evaluation": "program evaluation",
+    "engine_25": "seed-batched NALU-NALU, 25 runs (per run-iteration)",
+    "engine_150": "seed-batched NALU-NALU, 150 runs (per run-iteration)",
 }
 QUICK = {"rounds": 1, "steps": 4}
 # Untimed fit calls per model before the rounds: the first compiles, the
@@ -172,10 +182,36 @@ def _program_evaluation(steps):
     return model, batches
 
 
+def _engine(runs):
+    """The seed-batched engine (`nalu_research.seed_batched`) on NALU-NALU a*b,
+    `runs` runs in one program: `train(steps)` and the runs, so that the
+    table gives ms per run-iteration."""
+
+    def build(steps):
+        from nalu_research.seed_batched import StaticBenchmark
+
+        bench = StaticBenchmark("nalu", "mul", range(runs), eval_size=16)
+        return (lambda: bench._train_chunk(steps)), runs
+
+    return build
+
+
+def _fit(builder):
+    """A `model.fit` builder as `(train, 1)`: one call of `steps` steps."""
+
+    def build(steps):
+        model, data = builder(steps)
+        return (lambda: model.fit(data, epochs=1, shuffle=False, verbose=0)), 1
+
+    return build
+
+
 BUILDERS = {
-    "demo": _demo,
-    "number_words": _number_words,
-    "program_evaluation": _program_evaluation,
+    "demo": _fit(_demo),
+    "number_words": _fit(_number_words),
+    "program_evaluation": _fit(_program_evaluation),
+    "engine_25": _engine(25),
+    "engine_150": _engine(150),
 }
 
 
@@ -193,10 +229,10 @@ def worker(settings):
     runs, first_call = {}, {}
     for name in MODELS:
         keras.utils.set_random_seed(0)
-        model, data = runs[name] = BUILDERS[name](steps)
+        train, _ = runs[name] = BUILDERS[name](steps)
         for i in range(WARM_UP):
             start = time.perf_counter()
-            model.fit(data, epochs=1, shuffle=False, verbose=0)
+            train()
             if i == 0:
                 first_call[name] = time.perf_counter() - start
     _send({"backend": keras.backend.backend(), "first_call_s": first_call})
@@ -204,10 +240,10 @@ def worker(settings):
         if line.strip() != "time":
             break
         times = {}
-        for name, (model, data) in runs.items():
+        for name, (train, per) in runs.items():
             start = time.perf_counter()
-            model.fit(data, epochs=1, shuffle=False, verbose=0)
-            times[name] = 1000 * (time.perf_counter() - start) / steps
+            train()
+            times[name] = 1000 * (time.perf_counter() - start) / steps / per
         _send(times)
 
 
@@ -321,8 +357,9 @@ def print_table(results, backends):
         ]
         print(f"| {MODELS[name]} | " + " | ".join(cells) + f" | {result['fastest']} |")
     print(
-        "\nMilliseconds per training step, median over the rounds; a ratio "
-        "above 1 means the other backend is faster than TensorFlow."
+        "\nMilliseconds per training step (the seed-batched rows: per "
+        "run-iteration), median over the rounds; a ratio above 1 means the "
+        "other backend is faster than TensorFlow."
     )
     print("\n| model | " + " | ".join(f"{b} first call s" for b in BACKENDS) + " |")
     print("|---" * (len(BACKENDS) + 1) + "|")

@@ -45,8 +45,8 @@ demo: $(INSTALLED)
 
 test: $(INSTALLED) $(RESEARCH_INSTALLED)
 	$(PY) -m pytest -m "not slow and not research"
-	KERAS_BACKEND=jax $(PY) -m pytest -m "backends and not slow"
-	KERAS_BACKEND=torch $(PY) -m pytest -m "backends and not slow"
+	KERAS_BACKEND=jax $(PY) -m pytest -m "backends and not slow and not research"
+	KERAS_BACKEND=torch $(PY) -m pytest -m "backends and not slow and not research"
 	$(RESEARCH_PY) -m pytest -m "research and not slow"
 
 docs: $(INSTALLED)

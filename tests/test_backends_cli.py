@@ -195,7 +195,7 @@ def test_step_benchmark_prints_ratios_and_writes_json(tmp_path):
         for line in result.stdout.splitlines()
         if line.startswith("| ") and "first call" not in line
     ]
-    header, *models = rows[: 1 + 3]
+    header, *models = rows[: 1 + 5]
     assert header[:6] == [
         "model", "tensorflow ms", "jax ms", "torch ms", "tf/jax ratio", "tf/torch ratio"
     ]  # fmt: skip
@@ -203,6 +203,8 @@ def test_step_benchmark_prints_ratios_and_writes_json(tmp_path):
         "demo NALU",
         "number words",
         "program evaluation",
+        "seed-batched NALU-NALU, 25 runs (per run-iteration)",
+        "seed-batched NALU-NALU, 150 runs (per run-iteration)",
     ]
     for row in models:
         tensorflow, jax, torch, _, ratio, fastest = row[1:]
@@ -211,7 +213,9 @@ def test_step_benchmark_prints_ratios_and_writes_json(tmp_path):
         )
         assert fastest in ("tensorflow", "torch")
     results = json.loads((tmp_path / "steps.json").read_text())
-    assert set(results["models"]) == {"demo", "number_words", "program_evaluation"}
+    assert set(results["models"]) == {
+        "demo", "number_words", "program_evaluation", "engine_25", "engine_150"
+    }  # fmt: skip
     for model in results["models"].values():
         assert set(model["ms_per_step"]) == {"tensorflow", "torch"}
         assert set(model["ratios"]) == {"tensorflow/torch"}

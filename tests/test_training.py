@@ -11,7 +11,8 @@ from keras_nalu.distribute import Trainer
 from keras_nalu.training import fit, remove_checkpoint
 
 # The custom loop is `distribute.Trainer`, written with tf.distribute.
-LOOPS = ("fit", pytest.param("custom", marks=pytest.mark.tensorflow))
+LOOPS = ("fit", "custom")
+LOOP_PARAMS = ("fit", pytest.param("custom", marks=pytest.mark.tensorflow))
 EPOCHS, STEPS, BATCH = 4, 5, 16
 pytestmark = pytest.mark.backends
 
@@ -115,7 +116,7 @@ def weights(model):
     return [keras.ops.convert_to_numpy(w) for w in model.weights]
 
 
-@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("loop", LOOP_PARAMS)
 @pytest.mark.parametrize("model_fn", [nau_nmu, UNSEEDED_DROPOUT, with_seeded_dropout])
 def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(
     loop, model_fn, tmp_path
@@ -141,7 +142,7 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(
     assert resumed.divergence is None
 
 
-@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("loop", LOOP_PARAMS)
 def test_a_finished_run_restores_without_training(loop, tmp_path):
     first = train(loop, tmp_path)
     calls = []
@@ -181,7 +182,7 @@ def test_another_config_starts_afresh_with_a_warning(tmp_path):
     assert train("fit", tmp_path, config={"lr": 0.02}).resumed_at == EPOCHS
 
 
-@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("loop", LOOP_PARAMS)
 def test_a_diverging_run_stops_with_a_clear_message(loop, tmp_path):
     def data_fn(epoch):
         return Batches(epoch, scale=np.inf if epoch == 1 else 1.0)

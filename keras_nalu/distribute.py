@@ -24,6 +24,7 @@ engine's loop. The layers themselves stay backend-agnostic (`keras.ops`).
 """
 
 import json
+import weakref
 
 import keras
 import numpy as np
@@ -32,6 +33,20 @@ import tensorflow as tf
 from keras_nalu import _validation
 
 STRATEGIES = ("default", "mirrored", "multi-worker")
+# The optimizer of each model a `Trainer` trains (the loop does not compile
+# the model, so it has no `model.optimizer`): see `optimizer_of`.
+_TRAINER_OPTIMIZERS = weakref.WeakKeyDictionary()
+
+
+def optimizer_of(model):
+    """The optimizer training `model`: `model.optimizer` when Keras compiled
+    it (`model.fit`), the `Trainer`'s when a `Trainer` trains it, else `None`.
+
+    A callback reads the training step from it (`optimizer.iterations`)
+    under either loop.
+    """
+    optimizer = getattr(model, "optimizer", None)
+    return optimizer if optimizer is not None else _TRAINER_OPTIMIZERS.get(model)
 
 
 def make_strategy(name="default"):
@@ -351,6 +366,7 @@ class Trainer:
 
         model, optimizer = build_in_scope(strategy, model_fn, optimizer_fn)
         self.model, self.optimizer = model, optimizer
+        _TRAINER_OPTIMIZERS[model] = optimizer
         self._step = None
 
     def _replica_step(self, x, y):

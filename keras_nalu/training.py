@@ -34,9 +34,13 @@ does) and `FitResult.divergence` says at which epoch and step.
 """
 
 import dataclasses
+import functools
 import json
 import math
+import numbers
 import re
+import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -47,6 +51,7 @@ import tensorflow as tf
 from keras_nalu import _validation, distribute
 
 LOOPS = ("auto", "fit", "custom")
+VERBOSITIES = ("auto", 0, 1, 2)
 # The files a `tf.train.CheckpointManager` (its default `checkpoint_name`,
 # "ckpt") writes: the checkpoints, their folders of parts while being
 # written, and the `checkpoint` file naming the latest (with its temporary
@@ -56,6 +61,103 @@ _CHECKPOINT_FILES = re.compile(
 )
 _CHECKPOINT_PARTS = re.compile(r"ckpt-\d+_temp")
 _CHECKPOINT_PART = re.compile(r"part-\d{5}-of-\d{5}(\.index|\.data-\d{5}-of-\d{5})")
+
+
+def _duration(seconds):
+    """`seconds` for a person: "42 s", "3 min 05 s", "2 h 07 min"."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def _value(value):
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return f"{float(value):.4g}"
+    return str(value)
+
+
+def training_step(model):
+    """The training steps `model` has taken (its optimizer's iterations), under
+    `model.fit` or `fit`'s custom loop, or `None` when nothing trains it."""
+    optimizer = distribute.optimizer_of(model)
+    if optimizer is None:
+        return None
+    return int(keras.ops.convert_to_numpy(optimizer.iterations))
+
+
+class Progress(keras.callbacks.Callback):
+    """One line per evaluation: how far the run is, its latest metrics, the
+    time it has taken and an estimate of the time left.
+
+    `fit` prints one after every epoch (a callback); a loop that is not
+    `model.fit` calls `update`. The estimate assumes the remaining units
+    (epochs, steps) take as long as those done so far in this process: from
+    its creation when `done` is given (`fit` creates it just before its
+    first epoch), else from its first update (e.g. an evaluation before any
+    training, or the first after a resume).
+
+        epoch 3/10 (step 300) - loss 0.0123 - digits 0.95 - 42 s, about 1 min 38 s left
+
+    Args:
+        total: Positive integer, the units of the whole run (epochs, steps).
+        done: The units done before this process started timing (a resumed
+            run's), or `None` (see above).
+        unit: The word for a unit in the lines, e.g. `"epoch"`, `"step"`.
+        label: Put at the start of every line, e.g. `"NMU"`, or `None`.
+        print_fn: Called with each line (default: `print`, flushed).
+    """
+
+    def __init__(self, total, done=None, unit="epoch", label=None, print_fn=None):
+        super().__init__()
+        self.total = _validation.positive_int("total", total)
+        self.unit, self.label = unit, label
+        self.print_fn = print_fn or functools.partial(print, flush=True)
+        self._start = None if done is None else (time.perf_counter(), done)
+        self._began = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = training_step(self.model)
+        self.update(epoch + 1, logs, what=None if step is None else f"step {step}")
+
+    def update(self, done, values=None, what=None):
+        """Prints the line of `done` units of `total`, naming `what` (e.g. the
+        run just finished) when given, with `values` (`{name: number or
+        text}`); returns it."""
+        now = time.perf_counter()
+        if self._start is None:
+            self._start = (now, done)
+        start, start_done = self._start
+        parts = [f"{self.unit} {done}/{self.total}" + (f" ({what})" if what else "")]
+        parts += [f"{name} {_value(value)}" for name, value in (values or {}).items()]
+        took = _duration(now - self._began)
+        if done >= self.total:
+            timing = f"{took}, done"
+        elif done > start_done:
+            left = (now - start) / (done - start_done) * (self.total - done)
+            timing = f"{took}, about {_duration(left)} left"
+        else:
+            timing = f"{took}, estimating the time left"
+        line = " - ".join([*([self.label] if self.label else []), *parts, timing])
+        self.print_fn(line)
+        return line
+
+
+class _RunBar(keras.callbacks.ProgbarLogger):
+    """Keras's progress bar, numbering the epochs of the whole run: `fit`
+    calls `model.fit` once per epoch, which would number each "1/1"."""
+
+    def __init__(self, epochs):
+        super().__init__()
+        self._run_epochs = epochs
+
+    def set_params(self, params):
+        super().set_params(params)
+        self.epochs = self._run_epochs
 
 
 @dataclasses.dataclass
@@ -120,7 +222,7 @@ def fit(
     config=None,
     callbacks=(),
     steps_per_execution=1,
-    verbose=0,
+    verbose="auto",
 ):
     """Trains a model for `epochs` epochs, resumably, on any strategy.
 
@@ -155,7 +257,13 @@ def fit(
             it adds to `logs` in `on_epoch_end` are kept in the history.
         steps_per_execution: Positive integer, passed to `model.compile`
             (the custom loop runs one step per call).
-        verbose: 0, 1 or 2, as in `model.fit`.
+        verbose: `"auto"` (the default: 1 when standard output is a
+            terminal, else 2), 0 (silent), 1 (Keras's progress bar through
+            each epoch, the epochs numbered over the whole run, and a
+            `Progress` line after it) or 2 (only the `Progress` line after
+            each epoch: the epoch, the loss and what the callbacks added to
+            the logs, the time taken and an estimate of the time left; for
+            logs and CI).
 
     Returns:
         A `FitResult`.
@@ -175,7 +283,9 @@ def fit(
         "steps_per_execution", steps_per_execution
     )
     _validation.one_of("loop", loop, LOOPS)
-    _validation.one_of("verbose", verbose, (0, 1, 2))
+    _validation.one_of("verbose", verbose, VERBOSITIES)
+    if verbose == "auto":
+        verbose = 1 if sys.stdout.isatty() else 2
     callbacks = list(callbacks)
     for callback in callbacks:
         if not isinstance(callback, keras.callbacks.Callback):
@@ -219,17 +329,20 @@ def fit(
     if saved is not None:
         start, history, divergence = saved
     guard = StopOnDivergence()
+    # After the callbacks, so that they print what those add to the logs.
+    shown = [_RunBar(epochs)] if verbose == 1 else []
+    shown += [Progress(epochs, done=start)] if verbose else []
     epoch = start
     while epoch < epochs and divergence is None:
         data = data_fn(epoch)
-        run_callbacks = [*callbacks, guard]
+        run_callbacks = [*callbacks, *shown, guard]
         if custom:
             logs = trainer.fit(
                 data,
                 epochs=epoch + 1,
                 initial_epoch=epoch,
                 callbacks=run_callbacks,
-                verbose=min(verbose, 1),
+                verbose=int(verbose == 1),
             ).history
         else:
             logs = model.fit(
@@ -238,7 +351,7 @@ def fit(
                 initial_epoch=epoch,
                 callbacks=run_callbacks,
                 shuffle=False,
-                verbose=verbose,
+                verbose=int(verbose == 1),
             ).history
         for name, values in logs.items():
             history.setdefault(name, []).extend(float(v) for v in values)

@@ -13,6 +13,7 @@ import numpy as np
 from keras_nalu.distribute import STRATEGIES, is_chief, make_strategy
 from keras_nalu.training import remove_checkpoint
 from nalu_research.backends import BACKENDS, DEFAULTS, TENSORFLOW_ONLY
+from nalu_research.monitoring import add_tensorboard_argument
 
 
 def positive_int(text):
@@ -91,9 +92,10 @@ def can_export(what):
 
 
 def add_training_arguments(parser, name, checkpoint_every=None):
-    """Adds `--strategy`, `--checkpoint-dir` (default results/checkpoints/NAME)
-    and, for a script that trains in steps, `--checkpoint-every` (the steps of
-    an epoch, checkpointed after each; default `checkpoint_every`)."""
+    """Adds `--strategy`, `--checkpoint-dir` (default results/checkpoints/NAME),
+    `--tensorboard DIR` (`nalu_research.monitoring.tensorboard`) and, for a
+    script that trains in steps, `--checkpoint-every` (the steps of an epoch,
+    checkpointed after each; default `checkpoint_every`)."""
     parser.add_argument(
         "--strategy",
         choices=STRATEGIES,
@@ -109,6 +111,7 @@ def add_training_arguments(parser, name, checkpoint_every=None):
         "command again after an interruption and it resumes (default "
         "%(default)s; deleted when the script finishes)",
     )
+    add_tensorboard_argument(parser)
     if checkpoint_every is not None:
         parser.add_argument(
             "--checkpoint-every",

@@ -687,8 +687,15 @@ class StaticBenchmark:
             variable.assign(copy.numpy())
         return json.loads(self._written_state.numpy().decode())
 
-    def run(self, iterations, eval_every=1000, on_eval=None, checkpoint=None):
+    def run(
+        self, iterations, eval_every=1000, on_eval=None, checkpoint=None, progress=None
+    ):
         """Trains `iterations` steps, evaluating at 0 and every `eval_every` steps.
+
+        `on_eval(entry)` is called with each evaluation this call makes (an
+        entry of the history; not those a resume restores), and `progress`, a
+        `keras_nalu.training.Progress` of `iterations` steps, is updated with
+        `progress_values(entry)`.
 
         With `checkpoint` (a directory), the state of every run (weights,
         Adam's variables, the step) and the history so far are saved there
@@ -728,8 +735,6 @@ class StaticBenchmark:
                 {k: np.asarray(v) if k in self.test_sets else v for k, v in e.items()}
                 for e in saved["history"]
             ]
-            for entry in history if on_eval is not None else ():
-                on_eval(entry)
         while True:
             if saved is None or done > history[-1]["iteration"]:
                 w = first_layer_weight(self.model, self.params)
@@ -744,6 +749,8 @@ class StaticBenchmark:
                 )
                 if on_eval is not None:
                     on_eval(history[-1])
+                if progress is not None:
+                    progress.update(done, self.progress_values(history[-1]))
                 if manager is not None:
                     as_json = [
                         {k: np.asarray(v).tolist() if k in self.test_sets else v
@@ -771,6 +778,42 @@ class StaticBenchmark:
             "ms_per_run_iteration": 1000 * seconds / iterations / len(self.runs),
             "resumed_at": None if saved is None else saved["done"],
         }
+
+    def solved(self, entry):
+        """Per run, whether the extrapolation MSE of the evaluation `entry`
+        (of `run()["history"]`) is below the run's threshold."""
+        return np.asarray(entry["extrapolation"]) < self.thresholds
+
+    def progress_values(self, entry):
+        """What a progress line shows of the evaluation `entry`: the runs
+        below their threshold now, the median and best extrapolation MSE."""
+        extrapolation = np.asarray(entry["extrapolation"], dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            finite = extrapolation[np.isfinite(extrapolation)]
+        return {
+            "solved": f"{int(np.sum(self.solved(entry)))}/{len(self.runs)} runs",
+            "median extrapolation MSE": float(np.median(extrapolation)),
+            "best": float(finite.min()) if finite.size else float("nan"),
+        }
+
+    def scalars(self, entry):
+        """`{tag: number}` of the evaluation `entry` for TensorBoard, per
+        operation: the runs below their threshold, the median interpolation
+        and extrapolation MSE and the best extrapolation MSE."""
+        operations = np.array([operation for operation, _ in self.runs])
+        solved = self.solved(entry)
+        values = {}
+        for operation in dict.fromkeys(operations):
+            mine = operations == operation
+            for split in self.test_sets:
+                errors = np.asarray(entry[split], dtype=np.float64)[mine]
+                values[f"{operation}/{split}_mse_median"] = float(np.median(errors))
+            extrapolation = np.asarray(entry["extrapolation"], dtype=np.float64)[mine]
+            finite = extrapolation[np.isfinite(extrapolation)]
+            if finite.size:
+                values[f"{operation}/extrapolation_mse_best"] = float(finite.min())
+            values[f"{operation}/solved"] = int(np.sum(solved[mine]))
+        return values
 
     def summarize(self, history):
         """Per-run results by the strict criterion, from `run()["history"]`.

@@ -32,3 +32,21 @@ def checkpoint_epoch(folder):
             "epoch/.ATTRIBUTES/VARIABLE_VALUE"
         )
     )
+
+
+def tensorboard_scalars(folder):
+    """`{run: {tag: [step, ...]}}` of the TensorBoard scalars written under
+    `folder`, a run being the folder of its events files, relative to
+    `folder` (as TensorBoard names it), the steps in the order written."""
+    from tensorboard.backend.event_processing.event_accumulator import (
+        EventAccumulator,
+    )
+
+    runs = {}
+    for events in sorted(folder.rglob("events.out.tfevents.*")):
+        reader = EventAccumulator(str(events))
+        reader.Reload()
+        scalars = runs.setdefault(str(events.parent.relative_to(folder)), {})
+        for tag in reader.Tags()["tensors"]:
+            scalars.setdefault(tag, []).extend(e.step for e in reader.Tensors(tag))
+    return runs

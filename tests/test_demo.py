@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nalu_research.experiments import demo
-from tests.processes import kill_when_written
+from tests.processes import kill_when_written, tensorboard_scalars
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 SMALL = ["--seeds", "1", "--epochs", "3", "--examples", "512"]
@@ -51,6 +51,35 @@ def table_rows(out):
         for line in out.splitlines()
         if line.startswith("| a") and "---" not in line
     ]
+
+
+ROWS = [(op, name) for op in demo.MODELS for name in demo.MODELS[op]]
+
+
+def test_demo_prints_a_progress_line_per_row(reference):
+    _, out = reference
+    lines = [line for line in out.splitlines() if line.startswith("run ")]
+    assert [line.split(" - ")[0] for line in lines] == [
+        f"run {i}/{len(ROWS)} ({op} {name}, seed 0)"
+        for i, (op, name) in enumerate(ROWS, 1)
+    ]
+    assert "median extrapolation error" in lines[0] and "left" in lines[0]
+    assert lines[-1].endswith(", done")
+
+
+@pytest.mark.research  # TensorBoard is in the research extra
+def test_demo_logs_every_run_to_tensorboard(tmp_path):
+    command = run_demo(tmp_path, "logged", "--tensorboard", str(tmp_path / "tb"))
+    result = subprocess.run(command, capture_output=True, text=True, env=ENV)
+    assert result.returncode == 0, result.stderr[-3000:]
+    scalars = tensorboard_scalars(tmp_path / "tb")
+    assert set(scalars) == {f"{demo.folder_name(*row)}/0" for row in ROWS}
+    for run in scalars.values():
+        assert run == {
+            tag: [512 // 64 * epoch for epoch in (1, 2, 3)]
+            for tag in ("loss", "interpolation_relative_error",
+                        "extrapolation_relative_error")
+        }  # fmt: skip
 
 
 def test_demo_prints_every_model_and_serves_every_export(reference):

@@ -1,3 +1,4 @@
+import json
 import os
 import re
 import subprocess
@@ -5,19 +6,22 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
-from tests.processes import checkpoint_epoch, kill_when_written
+from tests.processes import checkpoint_epoch, kill_when_written, tensorboard_scalars
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "static_arithmetic.py"
 
 
+@pytest.mark.research  # plots with matplotlib, reads TensorBoard logs
 def test_static_arithmetic_demo_trains_prints_and_exports(tmp_path):
-    export_dir = tmp_path / "model"
+    export_dir, results = tmp_path / "model", tmp_path / "static.json"
     result = subprocess.run(
         [sys.executable, str(DEMO),
-         "--steps", "200", "--eval-size", "256", "--runs", "1",
-         "--export-dir", str(export_dir)],
+         "--steps", "200", "--checkpoint-every", "100", "--eval-size", "256",
+         "--runs", "1", "--export-dir", str(export_dir), "--json", str(results),
+         "--tensorboard", str(tmp_path / "tb")],
         capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
         cwd=tmp_path,
     )  # fmt: skip
@@ -40,6 +44,51 @@ def test_static_arithmetic_demo_trains_prints_and_exports(tmp_path):
     reloaded = tf.saved_model.load(str(export_dir))
     assert reloaded.serve(tf.ones((2, 100))).shape == (2, 1)
 
+    # Not a terminal: a line per epoch naming its step, the test errors and
+    # the time left; a header before each run and a line after it.
+    lines = out.splitlines()
+    epochs = [line for line in lines if line.startswith("epoch ")]
+    assert [line.split(" - ")[0] for line in epochs] == [
+        "epoch 1/2 (step 100)", "epoch 2/2 (step 200)"
+    ] * 2  # fmt: skip
+    for metric in ("interpolation_error", "extrapolation_error", "extrapolation_mse"):
+        assert f" - {metric} " in epochs[0]
+    assert epochs[0].endswith(" left") and epochs[1].endswith(", done")
+    ran = [line for line in lines if line.startswith("run ")]
+    assert [line.split(" - ")[0] for line in ran] == [
+        "run 1/2 (ReLU6 MLP, seed 1)", "run 2/2 (NALU-NALU, seed 1)"
+    ]  # fmt: skip
+    assert re.search(r" - solved so far [01]/1 - strict [01]/1 - ", ran[1])
+    assert ran[0].endswith(" left") and ran[1].endswith(", done")
+    assert lines.index("NALU-NALU, seed 1:") < lines.index(epochs[2])
+
+    # The results, each run's errors after every epoch, and the plot beside.
+    record = json.loads(results.read_text())
+    assert record["settings"]["operation"] == "mul"
+    assert record["settings"]["strict_threshold"] > 0
+    runs = {run["model"]: run for run in record["runs"]}
+    assert set(runs) == {"ReLU6 MLP", "NALU-NALU"}
+    for name, run in runs.items():
+        assert run["seed"] == 1 and run["selected"]
+        assert float(rows[name][1]) == pytest.approx(
+            run["interpolation_error"], rel=1e-3
+        )
+        assert run["epochs"]["step"] == [100, 200]
+        for metric in ("interpolation_error", "extrapolation_mse"):
+            assert run["epochs"][metric][-1] == pytest.approx(run[metric])
+        strict = run["extrapolation_mse"] < record["settings"]["strict_threshold"]
+        assert run["strict"] == strict
+    png = tmp_path / "static.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # TensorBoard: a folder per run, the loss and the errors at every epoch.
+    scalars = tensorboard_scalars(tmp_path / "tb")
+    assert set(scalars) == {"mul/relu6/1", "mul/nalu/1"}
+    tags = ("loss", "interpolation_error", "interpolation_mse",
+            "extrapolation_error", "extrapolation_mse")  # fmt: skip
+    for run in scalars.values():
+        assert run == {tag: [100, 200] for tag in tags}
+
 
 def test_static_arithmetic_demo_rejects_bad_arguments(tmp_path):
     result = subprocess.run(
@@ -50,11 +99,13 @@ def test_static_arithmetic_demo_rejects_bad_arguments(tmp_path):
     assert "--steps must be a positive integer" in result.stderr
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_path):
     def command(name):
         return [sys.executable, str(DEMO), "--steps", "6000", "--checkpoint-every",
                 "500", "--runs", "1", "--models", "nalu", "--eval-size", "256",
                 "--export-dir", str(tmp_path / f"{name}_model"),
+                "--json", str(tmp_path / f"{name}.json"),
                 "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
 
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -76,3 +127,15 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
     np.testing.assert_allclose(
         resumed_model.serve(x).numpy(), whole_model.serve(x).numpy(), rtol=1e-6
     )
+
+    # The test errors after every epoch, before the kill too, are the same.
+    def curves(name):
+        (run,) = json.loads((tmp_path / f"{name}.json").read_text())["runs"]
+        return run["epochs"]
+
+    whole_curves, resumed_curves = curves("whole"), curves("killed")
+    assert whole_curves["step"] == resumed_curves["step"] == list(range(500, 6001, 500))
+    for metric in ("loss", "interpolation_error", "extrapolation_error"):
+        np.testing.assert_allclose(
+            resumed_curves[metric], whole_curves[metric], rtol=1e-5
+        )

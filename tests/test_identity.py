@@ -23,6 +23,7 @@ from nalu_research.tasks.identity import (
     table_inputs,
     threshold,
 )
+from tests.processes import tensorboard_scalars
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "identity_extrapolation.py"
 
@@ -147,13 +148,14 @@ def test_invalid_arguments_raise(kwargs, message):
         identity_model(**kwargs)
 
 
-@pytest.mark.research  # plots with matplotlib
+@pytest.mark.research  # plots with matplotlib, reads TensorBoard logs
 def test_example_trains_prints_table_5_and_writes_the_plot_and_json(tmp_path):
-    png, runs = tmp_path / "figure.png", tmp_path / "runs.json"
+    runs = tmp_path / "runs.json"
     result = subprocess.run(
         [sys.executable, str(EXAMPLE),
          "--steps", "20", "--seeds", "2", "--models", "ReLU", "CReLU", "NAC",
-         "--out", str(png), "--json", str(runs), "--strategy", "mirrored",
+         "--json", str(runs), "--strategy", "mirrored",
+         "--tensorboard", str(tmp_path / "tb"),
          "--checkpoint-every", "10", "--checkpoint-dir", str(tmp_path / "state")],
         capture_output=True, text=True, cwd=tmp_path,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
@@ -171,14 +173,44 @@ def test_example_trains_prints_table_5_and_writes_the_plot_and_json(tmp_path):
         low, high = (float(v) for v in rows[name][2].split(" to "))
         assert 0 <= low <= mean <= high
     assert rows["ReLU"][4] == "83.63" and rows["NAC"][4] == "-"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The plot goes beside the JSON by default.
+    assert (tmp_path / "runs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     record = json.loads(runs.read_text())
-    assert [(r["model"], r["seed"]) for r in record["runs"]] == [
+    order = [(r["model"], r["seed"]) for r in record["runs"]]
+    assert order == [
         ("ReLU", 1), ("ReLU", 2), ("CReLU", 1), ("CReLU", 2), ("NAC", 1), ("NAC", 2)
     ]  # fmt: skip
     assert all(len(r["figure_abs_error"]) == 401 for r in record["runs"])
     assert not any(r["diverged"] for r in record["runs"])
     assert not (tmp_path / "state").exists()  # the checkpoints are removed
+    # The errors after the last epoch are those of the trained model.
+    for r in record["runs"]:
+        assert r["epochs"]["step"] == [10, 20]
+        assert r["epochs"]["table_mae"][-1] == pytest.approx(r["table_mae"])
+        assert r["epochs"]["train_range_mae"][-1] == pytest.approx(r["train_range_mae"])
+
+    # Not a terminal: a line per epoch naming its step, the errors and the
+    # time left; a header before each run and a line after it.
+    lines = result.stdout.splitlines()
+    epochs = [line for line in lines if line.startswith("epoch ")]
+    assert [line.split(" - ")[0] for line in epochs] == [
+        "epoch 1/2 (step 10)", "epoch 2/2 (step 20)"
+    ] * 6  # fmt: skip
+    assert " - table_mae " in epochs[0] and " - train_range_mae " in epochs[0]
+    assert epochs[0].endswith(" left") and epochs[1].endswith(", done")
+    ran = [line for line in lines if line.startswith("run ")]
+    assert [line.split(" - ")[0] for line in ran] == [
+        f"run {i}/6 ({name}, seed {seed})" for i, (name, seed) in enumerate(order, 1)
+    ]
+    assert " - MAE on -1000..1000 " in ran[0] and ran[-1].endswith(", done")
+    assert lines.index("CReLU, seed 2:") < lines.index(ran[3])
+    # TensorBoard: a folder per run, the loss and both errors at every epoch.
+    scalars = tensorboard_scalars(tmp_path / "tb")
+    assert set(scalars) == {f"{name}/{seed}" for name, seed in order}
+    for tags in scalars.values():
+        assert tags == {
+            "loss": [10, 20], "table_mae": [10, 20], "train_range_mae": [10, 20]
+        }  # fmt: skip
 
 
 def test_example_rejects_bad_arguments(tmp_path):

@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nalu_research.experiments import mnist_counting, mnist_parity
 from nalu_research.tasks import mnist
+from tests.processes import tensorboard_scalars
 from tests.test_export import serve_in_fresh_process
 
 # scikit-learn's digits, tensorflow-datasets and matplotlib plots.
@@ -25,6 +27,18 @@ def run(script, *args, cwd):
         [sys.executable, str(EXAMPLES / script), *args],
         capture_output=True, text=True, env=ENV, cwd=cwd,
     )  # fmt: skip
+
+
+def assert_small_png(path):
+    from PIL import Image
+
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.mode == "P"  # 256 colours
+        assert image.width > 500 and image.height > 200
+
+
+def progress_lines(out, unit):
+    return [line for line in out.splitlines() if line.startswith(f"{unit} ")]
 
 
 def table_rows(out):
@@ -45,10 +59,32 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
         "--lengths", "1", "10", "--export-dir", str(export_dir),
         "--json", str(tmp_path / "results.json"), "--strategy", "mirrored",
         "--checkpoint-every", "8", "--checkpoint-dir", str(tmp_path / "ckpt"),
+        "--tensorboard", str(tmp_path / "tb"),
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
+    # Not a terminal: a line per epoch (8, 8 and 4 steps) naming its step, the
+    # loss and the test metrics, then a line per model.
+    epochs = progress_lines(result.stdout, "epoch")
+    assert [line.split(" - ")[0] for line in epochs] == [
+        "epoch 1/3 (step 8)", "epoch 2/3 (step 16)", "epoch 3/3 (step 20)"
+    ] * 2  # fmt: skip
+    assert all(" - loss " in line and " - length_10_mae " in line for line in epochs)
+    assert "left" in epochs[0] and epochs[2].endswith(", done")
+    runs = progress_lines(result.stdout, "run")
+    assert [line.split(" - ")[0] for line in runs] == [
+        "run 1/2 (NAC)", "run 2/2 (LSTM)"
+    ]  # fmt: skip
+    assert " - length 1 " in runs[0] and runs[1].endswith(", done")
+    # TensorBoard: the loss and the test metrics of each model, at each step.
+    assert tensorboard_scalars(tmp_path / "tb") == {
+        f"count/{kind}": {
+            tag: [8, 16, 20] for tag in ("loss", "length_1_accuracy", "length_10_mae")
+        }
+        for kind in ("nac", "lstm")
+    }
+    assert_small_png(tmp_path / "results.png")  # beside the JSON
     rows = table_rows(result.stdout)
     assert set(rows) == {"model", "NAC", "LSTM"}
     assert rows["model"] == ["length 1", "length 10"]
@@ -60,8 +96,15 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
     assert saved["arguments"]["dataset"] == "digits"
     assert set(saved["results"]) == {"nac", "lstm"}
     for kind in ("nac", "lstm"):  # epochs of 8, 8 and 4 steps
-        assert len(saved["results"][kind]["epoch_losses"]) == 3
-        assert saved["results"][kind]["diverged"] is None
+        run_result = saved["results"][kind]
+        assert len(run_result["epoch_losses"]) == 3
+        assert run_result["epoch_steps"] == [8, 16, 20]
+        assert run_result["diverged"] is None
+        # After the last epoch, the trained model on the same test data as
+        # the final evaluation (its 6 sequences: fewer than EPOCH_SEQUENCES).
+        metrics, test = run_result["epoch_metrics"], run_result["test"]
+        assert metrics["length_1_accuracy"][-1] == test["1"]["accuracy"]
+        assert metrics["length_10_mae"][-1] == pytest.approx(test["10"]["mae"])
     assert "scikit-learn digits" in result.stdout
 
     # The exported NAC model counts sequences of any length, served without
@@ -87,12 +130,28 @@ def test_counting_example_sum_task_has_one_output(tmp_path):
         "--lengths", "1", "100", "--json", str(tmp_path / "r.json"),
         "--strategy", "multi-worker", "--checkpoint-every", "2",
         "--checkpoint-dir", str(tmp_path / "ckpt"),
+        "--tensorboard", str(tmp_path / "tb"),
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
     saved = json.loads((tmp_path / "r.json").read_text())
     assert len(saved["results"]["gru"]["epoch_losses"]) == 3  # 2, 2 and 1 steps
+    # The custom loop prints the same lines and logs, with the metrics of
+    # each epoch, against the step.
+    epochs = progress_lines(result.stdout, "epoch")
+    assert [line.split(" - ")[0] for line in epochs] == [
+        "epoch 1/3 (step 2)", "epoch 2/3 (step 4)", "epoch 3/3 (step 5)"
+    ]  # fmt: skip
+    assert tensorboard_scalars(tmp_path / "tb") == {
+        "sum/gru": dict.fromkeys(
+            ("loss", "length_1_accuracy", "length_100_mae"), [2, 4, 5]
+        )
+    }
+    assert all(" - length_100_mae " in line for line in epochs)
+    assert saved["results"]["gru"]["epoch_steps"] == [2, 4, 5]
+    assert len(saved["results"]["gru"]["epoch_metrics"]["length_1_accuracy"]) == 3
+    assert_small_png(tmp_path / "r.png")
     rows = table_rows(result.stdout)
     assert rows["GRU"][0].endswith("(0.0%)") and rows["GRU"][1].endswith("(771)")
     assert not (tmp_path / "saved_models").exists()  # no NAC, nothing exported
@@ -122,10 +181,30 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
         "--train-size", "64", "--test-size", "32", "--epochs", "2",
         "--json", str(tmp_path / "parity.json"), "--strategy", "mirrored",
         "--checkpoint-dir", str(tmp_path / "ckpt"),
+        "--tensorboard", str(tmp_path / "tb"),
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
+    # Not a terminal: a line per epoch (one step of 64 canvases) naming its
+    # step and the test accuracy, then a line per run.
+    epochs = progress_lines(result.stdout, "epoch")
+    assert [line.split(" - ")[0] for line in epochs] == [
+        "epoch 1/2 (step 1)", "epoch 2/2 (step 2)"
+    ] * 2  # fmt: skip
+    assert all(" - test_accuracy " in line for line in epochs)
+    runs = progress_lines(result.stdout, "run")
+    assert [line.split(" - ")[0] for line in runs] == [
+        "run 1/2 (NAC, seed 0)", "run 2/2 (Wx+b, seed 0)"
+    ]  # fmt: skip
+    assert " - test accuracy " in runs[0] and runs[1].endswith(", done")
+    assert "NAC, seed 0:\n" in result.stdout  # the header before each run
+    # TensorBoard: the loss and the test accuracy of each run, at each step.
+    assert tensorboard_scalars(tmp_path / "tb") == {
+        f"{variant}/0": {"loss": [1, 2], "test_accuracy": [1, 2]}
+        for variant in ("NAC", "Wx+b")
+    }
+    assert_small_png(tmp_path / "parity.png")  # beside the JSON
     rows = table_rows(result.stdout)
     assert set(rows) == {"last layer", "Seguí et al.: Wx+b", "NAC", "Wx+b"}
     assert rows["NAC"][2] == "93.1" and rows["Wx+b"][2] == "88.1"
@@ -134,7 +213,39 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
     saved = json.loads((tmp_path / "parity.json").read_text())
     assert saved["arguments"]["canvas_size"] == 28
     assert [r["seed"] for r in saved["results"]["NAC"]] == [0]
-    assert 0 <= saved["results"]["NAC"][0]["train_accuracy"] <= 100
+    nac = saved["results"]["NAC"][0]
+    assert 0 <= nac["train_accuracy"] <= 100
+    assert nac["epoch_steps"] == [1, 2] and len(nac["epoch_losses"]) == 2
+    # After the last epoch: the trained model on the test canvases.
+    assert nac["epoch_test_accuracy"][-1] == nac["test_accuracy"]
+
+
+@pytest.mark.parametrize(
+    "experiment, argv, message",
+    [
+        (mnist_counting, ["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+        (mnist_counting, ["--png", "{tmp}"], "--png: expected a file, got the folder"),
+        (mnist_parity, ["--json", "{tmp}"], "--json: expected a file, got the folder"),
+    ],
+)
+def test_bad_output_arguments_fail_before_training(
+    experiment, argv, message, tmp_path, capsys
+):
+    with pytest.raises(SystemExit) as exit_:
+        experiment.parse_args([a.format(tmp=tmp_path) for a in argv])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_default_outputs_are_named_after_the_task_and_dataset():
+    args = mnist_counting.parse_args(["--task", "sum", "--dataset", "digits"])
+    assert args.json == Path("results/mnist_sum_digits.json")
+    assert args.png == Path("results/mnist_sum_digits.png")
+    args = mnist_parity.parse_args(["--json", "out/p.json", "--dataset", "digits"])
+    assert args.png == Path("out/p.png")
+    args = mnist_parity.parse_args(["--png", "p.png"])
+    assert args.json == Path("results/mnist_parity_mnist.json")
+    assert args.png == Path("p.png")
 
 
 def test_parity_example_rejects_bad_arguments(tmp_path):

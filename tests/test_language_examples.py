@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.processes import kill_when_written
+from tests.processes import kill_when_written, tensorboard_scalars
 from tests.test_configured_nalu import serve_in_fresh_process
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -33,16 +33,41 @@ def table_rows(out):
     }
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     export_dir = tmp_path / "words"
     result = run(
         "number_translation.py",
         ["--quick", "--export-dir", str(export_dir), "--json", "r.json",
-         "--strategy", "mirrored", "--checkpoint-dir", str(tmp_path / "ckpt")],
+         "--strategy", "mirrored", "--checkpoint-dir", str(tmp_path / "ckpt"),
+         "--tensorboard", str(tmp_path / "tb")],
         tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
+    # Not a terminal: a line per evaluation (2 epochs of 20 steps per
+    # configuration) with the seed's MAEs and the time left, then one per
+    # configuration.
+    lines = [line for line in result.stdout.splitlines() if line.startswith("epoch ")]
+    assert [line.split(" - ")[0] for line in lines] == [
+        "epoch 1/2 (step 20)", "epoch 2/2 (step 40)"
+    ] * 3  # fmt: skip
+    assert " - validation_mae/seed_1 " in lines[0] and lines[0].endswith(" left")
+    assert lines[-1].endswith(", done")
+    for i, name in enumerate(("LSTM", "LSTM + NAC", "LSTM + NALU"), start=1):
+        assert f"configuration {i}/3 ({name}, size 16, lr 0.01) - median " in (
+            result.stdout
+        )
+    # The plot beside the JSON (its default place).
+    assert (tmp_path / "r.png").stat().st_size > 1000
+    # TensorBoard: a run per configuration, the loss and the MAEs per step.
+    scalars = tensorboard_scalars(tmp_path / "tb")
+    assert set(scalars) == {"lstm/16/0.01", "nac/16/0.01", "nalu/16/0.01"}
+    for tags in scalars.values():
+        assert tags == {
+            "loss": [20, 40], "validation_mae/seed_1": [20, 40],
+            "test_mae/seed_1": [20, 40],
+        }  # fmt: skip
     rows = table_rows(result.stdout)
     assert set(rows) == {"model", "LSTM", "LSTM + NAC", "LSTM + NALU"}
     assert rows["LSTM + NALU"][4].endswith("(0.41)")
@@ -51,6 +76,9 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     assert result.stdout.count("(paper)") == 4  # the four queries of Figure 3
     report = json.loads((tmp_path / "r.json").read_text())
     assert len(report["figure_3"]["three hundred and thirty four"]) == 5
+    (run_,) = report["runs"]["LSTM + NALU"]["size 16, lr 0.01"]
+    assert run_["steps"] == [20, 40]
+    assert run_["curves"]["validation"][-1] == pytest.approx(run_["validation"])
 
     # The SavedModel takes text: tokenized inside the graph, no keras_nalu.
     texts = [["five hundred and fifteen", "nine", "eighty eight"], ["zero"], ["nine"]]
@@ -61,6 +89,7 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     np.testing.assert_allclose(served[2], served[0][1:2], rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path):
     # A seed whose best step came before the kill: the resumed run must keep
     # the best weights from its checkpoint (KeepBest's state).
@@ -72,9 +101,21 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
                 "--json", str(tmp_path / f"{name}.json"),
                 "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
 
-    whole = subprocess.run(command("whole"), capture_output=True, text=True, env=ENV)
+    whole = subprocess.run(
+        [*command("whole"), "--tensorboard", str(tmp_path / "tb")],
+        capture_output=True, text=True, env=ENV,
+    )  # fmt: skip
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
+    # Two seeds side by side: each one's loss and MAEs, by name.
+    scalars = tensorboard_scalars(tmp_path / "tb")
+    assert set(scalars) == {"nalu/8/0.2"}
+    assert scalars["nalu/8/0.2"] == {
+        name: list(range(10, 61, 10))
+        for name in ("loss", "seed_1_loss", "seed_2_loss", "validation_mae/seed_1",
+                     "validation_mae/seed_2", "test_mae/seed_1", "test_mae/seed_2")
+    }  # fmt: skip
+    assert "configuration 1/1 (LSTM + NALU, size 8, lr 0.2) - " in whole.stdout
 
     state = tmp_path / "killed_checkpoints" / "nalu" / "8" / "0.2" / "checkpoint"
     kill_when_written(command("killed"), state, ENV)
@@ -157,6 +198,7 @@ def test_examples_reject_bad_arguments(capsys, script, args, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.research  # its arguments name a plot, which needs matplotlib
 def test_seeds_trained_side_by_side_match_a_seed_trained_alone():
     """number_translation trains a configuration's seeds in one model."""
     example = load_example("number_translation.py")

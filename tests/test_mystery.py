@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from nalu_research.tasks.mystery import MysteryArithmetic
+from tests.processes import tensorboard_scalars
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mystery_arithmetic.py"
 
@@ -59,25 +60,40 @@ def test_invalid_split_raises():
 @pytest.mark.parametrize("strategy", ["mirrored", "multi-worker"])
 def test_example_smoke_run(tmp_path, strategy):
     # A MirroredStrategy over the local CPU (model.fit), or a one-worker
-    # MultiWorkerMirroredStrategy (no TF_CONFIG: the custom training loop).
+    # MultiWorkerMirroredStrategy (no TF_CONFIG: the custom training loop):
+    # the same lines and logs.
     result = subprocess.run(
         [sys.executable, str(EXAMPLE), "--epochs", "2", "--train-size", "64",
-         "--test-size", "64", "--png", str(tmp_path / "m.png"),
-         "--json", str(tmp_path / "m.json"), "--strategy", strategy,
-         "--checkpoint-dir", str(tmp_path / "state")],
+         "--test-size", "64", "--json", str(tmp_path / "m.json"),
+         "--strategy", strategy, "--checkpoint-dir", str(tmp_path / "state"),
+         "--tensorboard", str(tmp_path / "tb")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    for name in ("Dense-ReLU", "NAC", "NALU", "iNALU"):
+    names = ("Dense-ReLU", "NAC", "NALU", "iNALU")
+    for name in names:
         assert f"| {name} |" in result.stdout
         assert f"{name} no" in result.stdout  # 2 epochs solve nothing
     data = json.loads((tmp_path / "m.json").read_text())
-    assert len(data["models"]["NALU"]["val_loss"]) == 2
-    assert set(data["models"]["NALU"]["test_mse_by_operation"]) <= {
-        "add", "sub", "mul"
-    }  # fmt: skip
-    assert (tmp_path / "m.png").stat().st_size > 1000
+    assert len(data["models"]["NALU"]["test_mse"]) == 2
+    operations = set(data["models"]["NALU"]["test_mse_by_operation"])
+    assert operations == {"add", "sub", "mul"}  # seed 0 has all three
+    assert (tmp_path / "m.png").stat().st_size > 1000  # beside the JSON
     assert not (tmp_path / "state").exists()  # the checkpoints are removed
+    # Not a terminal: a line per evaluation (epoch of 2 batches) with the test
+    # errors and the time left, then one per model.
+    lines = [line for line in result.stdout.splitlines() if line.startswith("epoch ")]
+    assert [line.split(" - ")[0] for line in lines] == [
+        f"epoch {epoch}/2 (step {2 * epoch})" for epoch in (1, 2)
+    ] * 4
+    assert " - test_mse_mul " in lines[0] and lines[0].endswith(" left")
+    for i, name in enumerate(names, start=1):
+        assert f"model {i}/4 ({name}) - train MSE " in result.stdout
+    # TensorBoard: a run per model, the loss and the test errors.
+    tags = {"loss", "test_mse", *(f"test_mse_{op}" for op in operations)}
+    assert tensorboard_scalars(tmp_path / "tb") == {
+        name: dict.fromkeys(tags, [2, 4]) for name in names
+    }
 
 
 def test_success_threshold_matches_the_analytic_value():

@@ -14,7 +14,7 @@ from nalu_research.tasks.program_evaluation import (
     program_text,
     run_program,
 )
-from tests.processes import checkpoint_epoch, kill_when_written
+from tests.processes import checkpoint_epoch, kill_when_written, tensorboard_scalars
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "program_evaluation.py"
 
@@ -156,9 +156,29 @@ def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
                 "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
 
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    whole = subprocess.run(command("whole"), capture_output=True, text=True, env=env)
+    whole = subprocess.run(
+        [*command("whole"), "--tensorboard", str(tmp_path / "tb")],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
+    # Not a terminal: a progress line per evaluation (epoch), naming its step,
+    # the digits correct and the time left, then one per run.
+    lines = [line for line in whole.stdout.splitlines() if line.startswith("epoch ")]
+    assert [line.split(" - ")[0] for line in lines] == [
+        f"epoch {e}/10 (step {10 * e})" for e in range(1, 11)
+    ]
+    assert " - test_digits " in lines[0] and "left" in lines[0]
+    assert lines[-1].endswith(", done")
+    assert "run 1/1 (LSTM, seed 1) - train digits " in whole.stdout
+    # TensorBoard: the loss and the digit accuracies, against the step.
+    scalars = tensorboard_scalars(tmp_path / "tb")
+    assert set(scalars) == {"lstm/1"}
+    assert set(scalars["lstm/1"]) == {
+        "loss", "train_digits", "validation_digits", "test_digits"
+    }  # fmt: skip
+    for steps in scalars["lstm/1"].values():
+        assert steps == list(range(10, 101, 10))
 
     state = tmp_path / "killed_checkpoints" / "program" / "lstm" / "1" / "checkpoint"
     kill_when_written(command("killed"), state, env)

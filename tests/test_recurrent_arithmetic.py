@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from nalu_research.tasks.recurrent_arithmetic import RecurrentArithmetic
+from tests.processes import tensorboard_scalars
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "recurrent_arithmetic.py"
 
@@ -60,13 +61,15 @@ def test_invalid_arguments_raise(kwargs, message):
         RecurrentArithmetic(**kwargs)
 
 
+@pytest.mark.research  # plots with matplotlib
 def test_example_smoke_run(tmp_path):
     # A MirroredStrategy over the local CPU, 2 checkpointed epochs of 10 steps.
     result = subprocess.run(
         [sys.executable, str(EXAMPLE), "--operations", "mul", "--models", "lstm",
          "nalu", "--seeds", "1", "--steps", "20", "--eval-size", "8",
          "--json", str(tmp_path / "r.json"), "--strategy", "mirrored",
-         "--checkpoint-every", "10", "--checkpoint-dir", str(tmp_path / "state")],
+         "--checkpoint-every", "10", "--checkpoint-dir", str(tmp_path / "state"),
+         "--tensorboard", str(tmp_path / "tb")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
@@ -75,3 +78,27 @@ def test_example_smoke_run(tmp_path):
     assert {r["model"] for r in runs} == {"lstm", "nalu"}
     assert not any(r["diverged"] for r in runs)
     assert not (tmp_path / "state").exists()  # the checkpoints are removed
+    # The errors after every epoch; the last are the table's.
+    for r in runs:
+        assert r["steps"] == [10, 20]
+        for split in ("interpolation", "extrapolation"):
+            assert len(r["curves"][split]) == 2
+            assert r["curves"][split][-1] == r[split]
+    # Not a terminal: a line per evaluation (epoch) with its step, the errors
+    # and the time left, then one per run.
+    lines = [line for line in result.stdout.splitlines() if line.startswith("epoch ")]
+    assert [line.split(" - ")[0] for line in lines] == [
+        "epoch 1/2 (step 10)", "epoch 2/2 (step 20)"
+    ] * 2  # fmt: skip
+    assert " - extrapolation_error " in lines[0] and lines[0].endswith(" left")
+    assert "run 1/2 (a*b LSTM seed 0) - interpolation error " in result.stdout
+    assert "run 2/2 (a*b NALU seed 0) - " in result.stdout
+    assert (tmp_path / "r.png").stat().st_size > 1000  # beside the JSON
+    # TensorBoard: a run per operation, model and seed, against the step.
+    scalars = tensorboard_scalars(tmp_path / "tb")
+    assert set(scalars) == {"mul/lstm/0", "mul/nalu/0"}
+    for tags in scalars.values():
+        assert tags == {
+            "loss": [10, 20], "interpolation_error": [10, 20],
+            "extrapolation_error": [10, 20],
+        }  # fmt: skip

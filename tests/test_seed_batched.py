@@ -23,7 +23,7 @@ from nalu_research.seed_batched import (
     schedules,
 )
 from nalu_research.tasks import StaticArithmetic
-from tests.processes import kill_when_written
+from tests.processes import kill_when_written, tensorboard_scalars
 
 pytestmark = pytest.mark.backends
 
@@ -316,7 +316,7 @@ def test_an_interrupted_benchmark_resumes_to_the_uninterrupted_result(tmp_path, 
         60, eval_every=20, on_eval=lambda e: seen.append(e["iteration"]),
         checkpoint=checkpoint,
     )  # fmt: skip
-    assert seen == [0, 20, 40, 60]
+    assert seen == [40, 60]  # the evaluations it made, not those restored
     assert chunks == [0, 20, 20]  # compiled, then resumed after iteration 20
     assert len(resumed["history"]) == len(whole["history"]) == 4
     for a, b in zip(whole["history"], resumed["history"], strict=True):
@@ -401,18 +401,38 @@ def test_benchmark_example_smoke_run(tmp_path):
         [sys.executable, str(BENCHMARK), "--seeds", "2", "--iterations", "40",
          "--eval-every", "20", "--eval-size", "64", "--operations", "add", "mul",
          "--models", "nac", "relu6", "--json", str(tmp_path / "r.json"),
-         "--png", str(tmp_path / "r.png"),
+         "--tensorboard", str(tmp_path / "tb"),
          "--checkpoint-dir", str(tmp_path / "checkpoints")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "checkpoints").exists()  # removed when done
+    # A progress line per evaluation, with the time left.
+    lines = [line for line in result.stdout.splitlines() if " - iteration " in line]
+    assert [line.split(" - ")[1] for line in lines] == [
+        f"iteration {i}/40" for i in (0, 20, 40)
+    ] * 2
+    assert "solved 0/4 runs - median extrapolation MSE" in lines[1]
+    assert "about" in lines[1] and "left" in lines[1]
+    assert lines[2].endswith(", done")
+    # TensorBoard: per model, the operations' errors and solved runs.
+    tags = {
+        f"{op}/{name}"
+        for op in ("add", "mul")
+        for name in ("interpolation_mse_median", "extrapolation_mse_median",
+                     "extrapolation_mse_best", "solved")
+    }  # fmt: skip
+    scalars = tensorboard_scalars(tmp_path / "tb")
+    assert set(scalars) == {"nac", "relu6"}
+    for run in scalars.values():
+        assert set(run) == tags
+        assert all(steps == [0, 20, 40] for steps in run.values())
     assert "resumed" not in result.stdout
     assert "| a*b | 0/2 [0.00, 0.66]" in result.stdout or "| a*b |" in result.stdout
     assert "ms per run-iteration" in result.stdout
     data = json.loads((tmp_path / "r.json").read_text())
     assert len(data["runs"]) == 2 * 2 * 2
-    assert (tmp_path / "r.png").stat().st_size > 1000
+    assert (tmp_path / "r.png").stat().st_size > 1000  # beside the JSON
     again = subprocess.run(
         [sys.executable, str(BENCHMARK), "--from-json", str(tmp_path / "r.json"),
          "--png", str(tmp_path / "again.png")],

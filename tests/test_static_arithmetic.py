@@ -1,6 +1,13 @@
+import keras
 import numpy as np
 import pytest
 
+from nalu_research.experiments.static_arithmetic import (
+    METRICS,
+    SPLITS,
+    error_metrics,
+    split_mse,
+)
 from nalu_research.tasks import OPERATIONS, StaticArithmetic
 from nalu_research.tasks.static_arithmetic import draw_uniform
 
@@ -138,3 +145,39 @@ def test_draw_uniform_over_a_union_weights_intervals_by_length():
     assert not ((x > 1) & (x < 5)).any()
     one = draw_uniform(np.random.default_rng(0), (1.0, 2.0), (3,))
     np.testing.assert_array_equal(one, np.random.default_rng(0).uniform(1, 2, 3))
+
+
+def test_error_metrics_are_0_for_an_exact_model_and_100_for_the_scale_model():
+    """What the experiment logs after every epoch: the MSE on each test set and
+    the error on the paper's scale, relative to the model setting the scale."""
+    task = StaticArithmetic("add", seed=0)
+    test_sets = {
+        split: task.sample(500, split, seed=i) for i, split in enumerate(SPLITS)
+    }
+    kernel = np.zeros((100, 1), "float32")
+    kernel[task.a_slice] += 1  # the overlap of the slices counts twice
+    kernel[task.b_slice] += 1
+
+    def linear(weights):
+        model = keras.Sequential(
+            [keras.Input((100,)), keras.layers.Dense(1, use_bias=False)]
+        )
+        model.layers[0].set_weights([weights])
+        return model
+
+    scale_model = linear(np.zeros_like(kernel))  # predicts 0
+    scale = split_mse(scale_model, test_sets)
+    for split, (_, y) in test_sets.items():
+        assert scale[split] == pytest.approx(np.mean(np.square(y.astype("float64"))))
+    evaluate = error_metrics(test_sets, scale)
+    exact = evaluate(linear(kernel))
+    assert tuple(exact) == METRICS == (
+        "interpolation_error", "interpolation_mse",
+        "extrapolation_error", "extrapolation_mse",
+    )  # fmt: skip
+    for split in SPLITS:
+        assert exact[f"{split}_mse"] < 1e-6 and exact[f"{split}_error"] < 1e-7
+        assert evaluate(scale_model)[f"{split}_error"] == pytest.approx(100)
+    half = evaluate(linear(kernel / 2))  # off by (a + b) / 2: a quarter of 0's MSE
+    for split in SPLITS:
+        assert half[f"{split}_error"] == pytest.approx(25, rel=1e-5)

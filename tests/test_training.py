@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nalu import NALU, NAU, NMU
+from keras_nalu import NALU, NAU, NMU, training
 from keras_nalu.distribute import Trainer
-from keras_nalu.training import fit, remove_checkpoint
+from keras_nalu.training import Progress, fit, remove_checkpoint
 
 # The custom loop is `distribute.Trainer`, written with tf.distribute.
 LOOPS = ("fit", "custom")
@@ -96,7 +96,7 @@ UNSEEDED_DROPOUT = pytest.param(
 
 def train(
     loop, checkpoint_dir=None, callbacks=(), config=None, data_fn=Batches,
-    model_fn=nau_nmu,
+    model_fn=nau_nmu, verbose=0,
 ):  # fmt: skip
     keras.utils.set_random_seed(3)
     return fit(
@@ -109,6 +109,7 @@ def train(
         checkpoint_dir=checkpoint_dir,
         config=config,
         callbacks=callbacks,
+        verbose=verbose,
     )
 
 
@@ -409,3 +410,86 @@ def test_tensorflow_features_refuse_other_backends_clearly(kwargs):
     with pytest.raises(ValueError, match="need the tensorflow backend"):
         fit(nau_nmu, lambda epoch: None, loss="mse", optimizer_fn=adam, epochs=1,
             **kwargs)  # fmt: skip
+
+
+class Clock:
+    """`time.perf_counter` of `keras_nalu.training`, moved by hand."""
+
+    def __init__(self, monkeypatch):
+        self.now = 100.0
+        monkeypatch.setattr(training.time, "perf_counter", lambda: self.now)
+
+
+def test_progress_lines_estimate_the_time_left(monkeypatch):
+    clock, lines = Clock(monkeypatch), []
+    progress = Progress(4, done=1, unit="step", label="NMU", print_fn=lines.append)
+    clock.now += 30
+    progress.update(2, {"loss": 0.012345678, "solved": "3/5 runs", "nan": np.nan})
+    clock.now += 3600
+    progress.update(3, what="seed 7")
+    progress.update(4, {"loss": np.float32(2.5)})
+    assert lines == [
+        "NMU - step 2/4 - loss 0.01235 - solved 3/5 runs - nan nan - 30 s, "
+        "about 1 min 00 s left",  # 30 s for the 1 step since `done`
+        "NMU - step 3/4 (seed 7) - 1 h 00 min, about 30 min 15 s left",
+        "NMU - step 4/4 - loss 2.5 - 1 h 00 min, done",
+    ]
+
+
+def test_progress_without_done_times_from_its_first_update(monkeypatch):
+    clock, lines = Clock(monkeypatch), []
+    progress = Progress(10, unit="iteration", print_fn=lines.append)
+    clock.now += 50  # e.g. compiling, or restoring a checkpoint: not timed
+    progress.update(4)
+    clock.now += 20
+    progress.update(6)
+    assert lines == [
+        "iteration 4/10 - 50 s, estimating the time left",
+        "iteration 6/10 - 1 min 10 s, about 40 s left",
+    ]
+
+
+@pytest.mark.parametrize("total", [0, -1, 1.5, "3"])
+def test_progress_rejects_a_bad_total(total):
+    with pytest.raises(ValueError, match="total"):
+        Progress(total)
+
+
+@pytest.mark.parametrize("loop", LOOP_PARAMS)
+def test_fit_prints_a_line_per_epoch_when_not_a_terminal(loop, capsys, tmp_path):
+    # The custom loop's model is not compiled (no `model.optimizer`): the
+    # step comes from its Trainer's optimizer (`distribute.optimizer_of`).
+    train(loop, tmp_path / "run", callbacks=[Probe()], verbose="auto")
+    lines = capsys.readouterr().out.splitlines()  # pytest's capture: no terminal
+    assert [line.split(" - ")[:3] for line in lines] == [
+        [f"epoch {e}/{EPOCHS} (step {STEPS * e})", f"loss {line.split()[6]}",
+         f"probe {10.0 * (e - 1):.4g}"]
+        for e, line in enumerate(lines, 1)
+    ]  # fmt: skip
+    assert "left" in lines[0] and lines[-1].endswith(", done")
+    # Resumed after its last epoch: nothing to train, nothing printed.
+    train(loop, tmp_path / "run", verbose=2)
+    assert capsys.readouterr().out == ""
+
+
+def test_a_resumed_fit_counts_its_epochs_from_the_resume(capsys, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        train("fit", tmp_path / "run", callbacks=[Interrupt(2)])
+    train("fit", tmp_path / "run", verbose=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" - ")[0] for line in lines] == [
+        f"epoch {e}/{EPOCHS} (step {STEPS * e})" for e in (3, 4)
+    ]
+
+
+def test_fit_with_verbose_1_numbers_the_epochs_of_the_whole_run(capsys):
+    train("fit", verbose=1)
+    out = capsys.readouterr().out
+    for e in range(1, EPOCHS + 1):
+        assert f"Epoch {e}/{EPOCHS}" in out
+        assert f"epoch {e}/{EPOCHS} (step {STEPS * e}) - loss " in out
+
+
+def test_fit_with_verbose_0_prints_nothing(capsys):
+    train("fit")
+    assert capsys.readouterr().out == ""

@@ -41,10 +41,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from keras_nalu.distribute import gather_json, worker_index  # noqa: E402
+from keras_nalu.training import Progress  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     add_backend_argument,
     add_training_arguments,
     create_strategy,
+)
+from nalu_research.monitoring import (  # noqa: E402
+    png_path,
+    pyplot,
+    save_png,
+    tensorboard,
 )
 from nalu_research.seed_batched import MODELS, StaticBenchmark  # noqa: E402
 from nalu_research.tasks import (  # noqa: E402
@@ -114,9 +121,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--json", help="default results/arithmetic_benchmark[_signed].json"
     )
-    parser.add_argument(
-        "--png", help="default results/arithmetic_benchmark[_signed].png"
-    )
+    parser.add_argument("--png", help="default: beside --json, with the suffix .png")
     add_training_arguments(parser, "arithmetic_benchmark")
     add_backend_argument(parser, "arithmetic_benchmark")
     parser.add_argument(
@@ -135,7 +140,7 @@ def parse_args(argv=None):
         return args
     stem = "results/arithmetic_benchmark" + ("_signed" if args.signed else "")
     args.json = args.json or f"{stem}.json"
-    args.png = args.png or f"{stem}.png"
+    args.png = str(png_path(args))
     if args.nmu_center is not None and not 0.25 <= args.nmu_center <= 0.75:
         parser.error("--nmu-center must be in [0.25, 0.75]")
     if not args.learning_rate > 0:
@@ -193,7 +198,7 @@ def save(path, args, speed, seconds, results):
     arguments = {
         k: v
         for k, v in vars(args).items()
-        if k not in ("saved", "checkpoint_dir", "strategy")
+        if k not in ("saved", "checkpoint_dir", "strategy", "tensorboard")
     }
     arguments["models"] = list(speed)  # the models finished so far
     with open(partial, "w") as f:
@@ -267,11 +272,7 @@ def tables(results, args):
 
 
 def plot(results, args):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.5))
     width = 0.8 / len(args.models)
     for j, m in enumerate(args.models):
@@ -296,8 +297,7 @@ def plot(results, args):
     )
     ax.legend(fontsize=8, ncol=len(args.models))
     fig.tight_layout()
-    Path(args.png).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.png, dpi=100)
+    save_png(fig, args.png)
 
 
 def report(results, speed, seconds, args):
@@ -308,6 +308,15 @@ def report(results, speed, seconds, args):
     )
     print(f"Wall time: {seconds:.0f} s.")
     plot(results, args)
+
+
+def _tensorboard_writer(args, bench, run):
+    """`on_eval` of `bench.run` writing `bench.scalars` to TensorBoard under
+    `--tensorboard`/`run`, or `None` without `--tensorboard`."""
+    log = tensorboard(args, run)
+    if not log:
+        return None
+    return lambda entry: log[0].write(entry["iteration"], bench.scalars(entry))
 
 
 def main(argv=None):
@@ -354,7 +363,11 @@ def main(argv=None):
         checkpoint = args.checkpoint_dir / f"{model}{part}"
         checkpoints.append(checkpoint)
         run = bench.run(
-            args.iterations, eval_every=args.eval_every, checkpoint=checkpoint
+            args.iterations,
+            eval_every=args.eval_every,
+            checkpoint=checkpoint,
+            progress=Progress(args.iterations, unit="iteration", label=f"  {model}"),
+            on_eval=_tensorboard_writer(args, bench, f"{model}{part}"),
         )
         if run["resumed_at"] is not None:
             print(

@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 
 from keras_nalu import NALU, NAU, NMU, export_saved_model  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
@@ -48,6 +48,7 @@ from nalu_research.cli import (  # noqa: E402
     report,
     steps_per_execution,
 )
+from nalu_research.monitoring import Evaluation, tensorboard  # noqa: E402
 
 TRAIN_RANGE = (1.0, 10.0)
 EXTRAPOLATION_RANGE = (100.0, 1000.0)
@@ -135,8 +136,14 @@ def build_model(operation, name):
     )
 
 
-def train(operation, name, seed, data, args, strategy, checkpoint_dir):
+def train(operation, name, seed, data, args, strategy, checkpoint_dir, tests):
+    """Trains one seed of a row, silently (the demo prints a line per row);
+    with `--tensorboard`, its loss and relative errors on `tests` after
+    every epoch."""
     x, y = data
+    callbacks = tensorboard(args, folder_name(operation, name), seed)
+    if callbacks:
+        callbacks.insert(0, Evaluation(lambda model: evaluate(model, tests)))
     keras.utils.set_random_seed(seed)
     return fit(
         lambda: build_model(operation, name),
@@ -156,7 +163,17 @@ def train(operation, name, seed, data, args, strategy, checkpoint_dir):
             },
         },
         steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
+        callbacks=callbacks,
+        verbose=0,
     )
+
+
+def evaluate(model, tests):
+    """`{"<split>_relative_error": ...}` of `model` on each test set."""
+    return {
+        f"{split}_relative_error": relative_error(model, x, y)
+        for split, (x, y) in tests.items()
+    }
 
 
 def interval(value_range):
@@ -180,6 +197,8 @@ def main(argv=None):
     start = time.perf_counter()
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     rows, exported = [], {}
+    seed_range = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds 0-{seeds[-1]}"
+    progress = Progress(sum(map(len, MODELS.values())) * len(seeds), done=0, unit="run")
     for operation in TASKS:
         train_set = sample(operation, args.examples, TRAIN_RANGE, seed=0)
         tests = {
@@ -190,17 +209,24 @@ def main(argv=None):
             errors = {split: [] for split in tests}
             for seed in seeds:
                 folder = checkpoints(operation.replace("*", "x"), name.split()[0], seed)
-                result = train(operation, name, seed, train_set, args, strategy, folder)
+                result = train(
+                    operation, name, seed, train_set, args, strategy, folder, tests
+                )
                 report(result, f"{operation} {name} seed {seed}")
-                for split, (x, y) in tests.items():
-                    errors[split].append(relative_error(result.model, x, y))
+                for split, error in evaluate(result.model, tests).items():
+                    errors[split.removesuffix("_relative_error")].append(error)
                 if seed == seeds[0]:
                     exported[(operation, name)] = result.model
             rows.append((operation, name, errors))
+            progress.update(
+                len(rows) * len(seeds),
+                {"median extrapolation error": np.median(errors["extrapolation"])},
+                what=f"{operation} {name}, {seed_range}",
+            )
     train_seconds = time.perf_counter() - start
 
     print(
-        "Mean relative error |y_hat - y| / |y|: the median over the seeds, "
+        "\nMean relative error |y_hat - y| / |y|: the median over the seeds, "
         "[min, max] below it;\n'solved' counts seeds that extrapolate to within "
         f"{SOLVED:g}.\n"
     )

@@ -27,14 +27,19 @@ again after an interruption and every run resumes where it stopped, ending with
 the weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains
 on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
 
+After every checkpoint the model is tested on the table's integers and on the
+training range (`table_mae`, `train_range_mae`): a progress line shows them
+with the loss and the time left, then a line per finished run; with
+`--tensorboard DIR` they are written against the step, a folder per run
+(DIR/MODEL/SEED). The results go to `--json` (default
+results/identity_extrapolation.json), the Figure 1 plot beside it (`--png`).
+
     python examples/identity_extrapolation.py              # 3 seeds, about 4 min
     python examples/identity_extrapolation.py --quick      # 1 seed, 300 steps
     python examples/identity_extrapolation.py --models ReLU NAC --seeds 10
 """
 
 import argparse
-import io
-import json
 import os
 import sys
 import time
@@ -47,16 +52,26 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
     create_strategy,
+    epoch_steps,
     mean_over_steps,
     report,
     steps_per_execution,
     stream_epochs,
+)
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
 )
 from nalu_research.tasks.identity import (  # noqa: E402
     FIGURE_RANGE,
@@ -71,7 +86,6 @@ from nalu_research.tasks.identity import (  # noqa: E402
     table_inputs,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 QUICK = {"seeds": 1, "steps": 300}
 OPTIMIZER_NAMES = {"amsgrad": "Adam (AMSGrad)", "adam": "Adam"}
 # The arguments that change a run's training: a checkpoint resumes only with them.
@@ -112,17 +126,10 @@ def parse_args(argv=None):
         action="store_true",
         help=f"a smoke run: {QUICK['seeds']} seed, {QUICK['steps']} steps",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=ROOT / "docs" / "identity_extrapolation.png",
-        help="the Figure 1 plot (PNG)",
-    )
-    parser.add_argument(
-        "--json",
-        type=Path,
-        default=ROOT / "results" / "identity_extrapolation.json",
-        help="every run's errors and settings",
+    add_output_arguments(
+        parser,
+        Path("results/identity_extrapolation.json"),
+        what="errors and settings of every run",
     )
     add_training_arguments(parser, "identity_extrapolation", checkpoint_every=1000)
     add_backend_argument(parser, "identity_extrapolation")
@@ -134,7 +141,19 @@ def parse_args(argv=None):
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if not args.learning_rate > 0:
         parser.error("--learning-rate must be greater than 0")
+    args.png = png_path(args)
     return args
+
+
+def mean_errors(test_sets):
+    """`Evaluation` after every epoch: the mean absolute error on the integers
+    -1000..1000 (`table_mae`) and on the training range (`train_range_mae`)."""
+    return Evaluation(
+        lambda model: {
+            f"{split}_mae": float(np.mean(absolute_errors(model, test_sets[split])))
+            for split in ("table", "train_range")
+        }
+    )
 
 
 def run(name, seed, args, test_sets, strategy, checkpoint_dir):
@@ -167,21 +186,27 @@ def run(name, seed, args, test_sets, strategy, checkpoint_dir):
             "seed": seed,
             **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
         },
+        callbacks=[mean_errors(test_sets), *tensorboard(args, name, seed)],
         steps_per_execution=steps_per_execution(
             min(100, args.steps, args.checkpoint_every)
         ),
-        verbose=0,
     )
     model = result.model
     errors = {split: absolute_errors(model, x) for split, x in test_sets.items()}
+    history = result.history
     return {
         "model": name,
         "seed": seed,
         "table_mae": float(np.mean(errors["table"])),
         "train_range_mae": float(np.mean(errors["train_range"])),
-        "mean_train_loss": mean_over_steps(args, result.history["loss"]),
+        "mean_train_loss": mean_over_steps(args, history["loss"]),
         "seconds": round(time.perf_counter() - start, 2),
         "diverged": result.divergence,
+        # After every epoch: the step and the errors then (`mean_errors`).
+        "epochs": {
+            "step": np.cumsum(epoch_steps(args))[: result.epochs].tolist(),
+            **{k: history.get(k, []) for k in ("loss", "table_mae", "train_range_mae")},
+        },
         "figure_abs_error": [float(f"{e:.6g}") for e in errors["figure"]],
     }, result
 
@@ -235,12 +260,7 @@ def print_table(names, runs, args):
 
 
 def plot(names, runs, grid, args):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from PIL import Image
-
+    plt = pyplot()
     curves = {
         name: np.mean(
             [r["figure_abs_error"] for r in runs if r["model"] == name], axis=0
@@ -274,14 +294,7 @@ def plot(names, runs, grid, args):
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
     fig.tight_layout()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    # A 256-colour palette keeps the committed PNG small (matplotlib needs
-    # Pillow, so it is there).
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    image = Image.open(buffer).convert("RGB")
-    image.quantize(256).save(args.out, optimize=True)
+    save_png(fig, args.png)
 
 
 def main(argv=None):
@@ -304,20 +317,23 @@ def main(argv=None):
     )
     runs = []
     start = time.perf_counter()
+    progress = Progress(len(names) * args.seeds, done=0, unit="run")
     for name in names:
         for seed in range(1, args.seeds + 1):
+            print(f"{name}, seed {seed}:", flush=True)
             record, result = run(
                 name, seed, args, test_sets, strategy, checkpoints(name, seed)
             )
             report(result, f"{name}, seed {seed}")
             runs.append(record)
-            print(
-                f"{name:>10}, seed {seed}: MAE {record['table_mae']:10.4g} on "
-                f"{TABLE_RANGE[0]}..{TABLE_RANGE[1]}, "
-                f"{record['train_range_mae']:.2g} on {list(TRAIN_RANGE)} "
-                f"({record['seconds']:.1f} s)"
-                + (" (diverged)" if result.divergence else ""),
-                flush=True,
+            progress.update(
+                len(runs),
+                {
+                    f"MAE on {TABLE_RANGE[0]}..{TABLE_RANGE[1]}": record["table_mae"],
+                    f"on {list(TRAIN_RANGE)}": record["train_range_mae"],
+                },
+                what=f"{name}, seed {seed}"
+                + (", diverged" if result.divergence else ""),
             )
     seconds = time.perf_counter() - start
 
@@ -330,30 +346,27 @@ def main(argv=None):
     if is_chief(strategy):
         plot(names, runs, grid[:, 0], args)
         write_json(runs, grid, seconds, args)
-        print(f"Wrote {args.out} and {args.json}.")
+        print(f"Wrote {args.png} and {args.json}.")
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
     return 0
 
 
 def write_json(runs, grid, seconds, args):
-    args.json.parent.mkdir(parents=True, exist_ok=True)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    args.json.write_text(
-        json.dumps(
-            {
-                "settings": {
-                    **settings,
-                    "loss": "mse",
-                    "train_range": TRAIN_RANGE,
-                    "table_range": TABLE_RANGE,
-                    "paper_table_5": PAPER_TABLE_5,
-                    "seconds": round(seconds, 1),
-                },
-                "figure_inputs": [float(v) for v in grid[:, 0]],
-                "runs": runs,
+    save_json(
+        {
+            "settings": {
+                **settings,
+                "loss": "mse",
+                "train_range": TRAIN_RANGE,
+                "table_range": TABLE_RANGE,
+                "paper_table_5": PAPER_TABLE_5,
+                "seconds": round(seconds, 1),
             },
-            indent=1,
-        )
+            "figure_inputs": [float(v) for v in grid[:, 0]],
+            "runs": runs,
+        },
+        args.json,
     )
 
 

@@ -12,6 +12,16 @@ predicted count, or the rounded sum), at lengths 10, 100 and 1000 by mean
 absolute error. The NAC model is exported as a SavedModel that accepts
 sequences of any length.
 
+Shows a progress line per epoch (Keras's progress bar too on a terminal) with
+the loss and the test metrics after it (the accuracy at length 1 on every test
+image and the mean absolute error at the longer lengths on the first
+`EPOCH_SEQUENCES` test sequences, a subset of those of the final evaluation),
+and a line per finished model. Writes the results as JSON (`--json`, default
+results/mnist_TASK_DATASET.json), a plot beside it (`--png`: the error against
+the sequence length and the training loss, per model) and, with
+`--tensorboard DIR`, the loss and the per-epoch test metrics of each model
+(DIR/TASK/MODEL).
+
     python examples/mnist_counting.py --task count               # MNIST (prepared)
     python examples/mnist_counting.py --task sum --dataset digits  # runs offline
 
@@ -27,7 +37,6 @@ the local devices or on the hosts of `TF_CONFIG`.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -40,22 +49,37 @@ import numpy as np  # noqa: E402
 
 from keras_nalu import export_saved_model  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
     can_export,
     create_strategy,
+    epoch_steps,
     mean_over_steps,
     positive_float,
     positive_int,
     report,
     stream_epochs,
 )
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
+)
 from nalu_research.tasks import mnist  # noqa: E402
 
 LENGTHS = (1, 10, 100, 1000)
+# Test sequences per length above 1 evaluated after every epoch: the first of
+# the final evaluation's `--eval-sequences` (all of them when fewer), so that
+# the per-epoch curves stay cheap at length 1000 (the recurrent part runs
+# sequentially over the steps). Length 1 uses every test image either way.
+EPOCH_SEQUENCES = 100
 
 
 def parse_args(argv=None):
@@ -98,10 +122,16 @@ def parse_args(argv=None):
         "--export-dir",
         help="where to export the NAC model (default saved_models/mnist_TASK_nac)",
     )
-    parser.add_argument("--json", help="default results/mnist_TASK_DATASET.json")
+    add_output_arguments(parser, None, shown_default="results/mnist_TASK_DATASET.json")
     add_training_arguments(parser, "mnist_counting", checkpoint_every=500)
     add_backend_argument(parser, "mnist_counting")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.seed < 0:
+        parser.error(f"--seed must be an integer >= 0, got {args.seed}")
+    if args.json is None:
+        args.json = Path(f"results/mnist_{args.task}_{args.dataset}.json")
+    args.png = png_path(args)
+    return args
 
 
 # Arguments that do not change a run's results: a checkpoint resumes across them.
@@ -112,15 +142,20 @@ IGNORED = (
     "eval_sequences",
     "export_dir",
     "json",
+    "png",
+    "tensorboard",
     "strategy",
     "checkpoint_dir",
 )
 
 
-def train(kind, args, train_images, train_labels, strategy, checkpoint_dir):
-    """Trains `kind` on `args.steps` fresh batches drawn from `args.seed`, in
-    epochs of `args.checkpoint_every` steps, each checkpointed in
-    `checkpoint_dir`; returns `(training.fit result, encoder, head)`."""
+def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
+    """Trains `kind` on `args.steps` fresh batches of `train_data` (images,
+    labels) drawn from `args.seed`, in epochs of `args.checkpoint_every`
+    steps, each checkpointed in `checkpoint_dir` and followed by the test
+    metrics on `test_data` (`epoch_metrics`); returns
+    `(training.fit result, encoder, head)`."""
+    train_images, train_labels = train_data
     parts = {}
 
     def build():
@@ -154,7 +189,10 @@ def train(kind, args, train_images, train_labels, strategy, checkpoint_dir):
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
         config={**config, "model": kind},
-        verbose=0,
+        callbacks=[
+            Evaluation(lambda model: epoch_metrics(args, parts, *test_data)),
+            *tensorboard(args, args.task, kind),
+        ],
     )
     return result, parts["encoder"], parts["head"]
 
@@ -183,6 +221,29 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
             "mse": float(np.mean(np.square(errors))),
         }
     return results
+
+
+def epoch_metrics(args, parts, test_images, test_labels):
+    """The test metrics after an epoch: `length_1_accuracy` (%, every test
+    image) and `length_N_mae` on the first `EPOCH_SEQUENCES` test sequences
+    of each longer length N."""
+    n = min(args.eval_sequences, EPOCH_SEQUENCES)
+    test = evaluate(
+        args.task,
+        parts["encoder"],
+        parts["head"],
+        test_images,
+        test_labels,
+        args.lengths,
+        n,
+        args.seed,
+    )
+    return {
+        f"length_{length}_{name}": value
+        for length, result in sorted(test.items())
+        for name, value in result.items()
+        if name != "mse"
+    }
 
 
 def fmt(value):
@@ -253,6 +314,46 @@ def export_nac(model, args, test_images, test_labels):
         print("              exact  " + " ".join(f"{v:6.0f}" for v in exact))
 
 
+def plot(args, results, dataset_name):
+    """The error against the sequence length (log-log) and the training loss
+    against the step, per model, in `args.png`."""
+    plt = pyplot()
+    fig, (errors, losses) = plt.subplots(1, 2, figsize=(10, 3.6))
+    lengths = sorted(n for n in args.lengths if n > 1)
+    for kind, result in results.items():
+        label = mnist.RECURRENT_MODELS[kind]
+        if result["diverged"]:
+            label += " (diverged)"
+        maes = [result["test"][n]["mae"] for n in lengths]
+        (line,) = errors.plot(lengths, maes, "o-", label=label)
+        losses.plot(
+            result["epoch_steps"],
+            result["epoch_losses"],
+            ".-",
+            color=line.get_color(),
+            label=label,
+        )
+    if lengths:
+        errors.set_xscale("log")
+        errors.set_yscale("log")
+        errors.axvline(args.train_length, color="grey", linestyle=":", linewidth=1)
+    else:
+        errors.text(0.5, 0.5, "no test length above 1", ha="center",
+                    transform=errors.transAxes)  # fmt: skip
+    errors.set_xlabel(f"test sequence length (trained on {args.train_length})")
+    errors.set_ylabel("mean absolute error")
+    errors.set_title("Test error", fontsize=10)
+    errors.legend(fontsize=8)
+    losses.set_yscale("log")
+    losses.set_xlabel("training steps")
+    losses.set_ylabel("training loss (MSE, epoch mean)")
+    losses.set_title("Training loss", fontsize=10)
+    task = "Counting" if args.task == "count" else "Addition"
+    fig.suptitle(f"{task} of {dataset_name} (seed {args.seed})")
+    fig.tight_layout()
+    save_png(fig, args.png)
+
+
 def main(argv=None):
     args = parse_args(argv)
     strategy = create_strategy(args)
@@ -284,17 +385,20 @@ def main(argv=None):
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
     results, nac_model = {}, None
+    progress = Progress(len(args.models), done=0, unit="run")
     for kind in args.models:
+        name = mnist.RECURRENT_MODELS[kind]
+        print(f"{name}:", flush=True)
         began = time.perf_counter()
         result, encoder, head = train(
             kind,
             args,
-            train_images,
-            train_labels,
+            (train_images, train_labels),
+            (test_images, test_labels),
             strategy,
             checkpoints(args.task, kind),
         )
-        report(result, mnist.RECURRENT_MODELS[kind])
+        report(result, name)
         model = result.model
         # Over all the steps, as the one epoch of all the steps gave it before.
         loss = mean_over_steps(args, result.history.get("loss", []))
@@ -309,21 +413,27 @@ def main(argv=None):
             args.seed,
         )
         seconds = time.perf_counter() - began
+        history = result.history
         results[kind] = {
             "final_loss": loss,
-            "epoch_losses": result.history.get("loss", []),
+            "epoch_losses": history.get("loss", []),
+            # After each epoch, at its step: the test metrics of
+            # `epoch_metrics` (a subset of the sequences above length 1).
+            "epoch_steps": [
+                int(step) for step in np.cumsum(epoch_steps(args))[: result.epochs]
+            ],
+            "epoch_metrics": {k: v for k, v in history.items() if k != "loss"},
             "diverged": result.divergence,
             "test": test,
             "seconds": seconds,
         }
-        summary = ", ".join(
-            f"length {n}: {cell(n, test[n])}" for n in sorted(args.lengths)
-        )
-        print(
-            f"{mnist.RECURRENT_MODELS[kind]:>8}: mean training loss {fmt(loss)}; "
-            f"{summary} ({seconds:.0f} s)"
-            + (" (diverged)" if result.divergence else ""),
-            flush=True,
+        progress.update(
+            len(results),
+            {
+                "mean training loss": fmt(loss),
+                **{f"length {n}": cell(n, test[n]) for n in sorted(args.lengths)},
+            },
+            what=name + (", diverged" if result.divergence else ""),
         )
         if kind == "nac":
             nac_model = model
@@ -334,16 +444,12 @@ def main(argv=None):
         f"{keras.backend.backend()} backend."
     )
     if is_chief(strategy):
-        json_path = Path(args.json or f"results/mnist_{args.task}_{args.dataset}.json")
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        arguments = {**vars(args), "checkpoint_dir": str(args.checkpoint_dir)}
-        json_path.write_text(
-            json.dumps(
-                {"arguments": arguments, "wall_seconds": wall, "results": results},
-                indent=1,
-            )
+        plot(args, results, dataset_name)
+        save_json(
+            {"arguments": vars(args), "wall_seconds": wall, "results": results},
+            args.json,
         )
-        print(f"Wrote {json_path}.")
+        print(f"Wrote {args.png} and {args.json}.")
         if nac_model is not None and can_export("the NAC model"):
             export_nac(nac_model, args, test_images, test_labels)
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed

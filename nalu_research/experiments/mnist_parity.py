@@ -23,10 +23,17 @@ canvases in an order drawn from the seed and `e`): run the same command again
 after an interruption and every run resumes where it stopped, ending with the
 weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains on
 the local devices or on the hosts of `TF_CONFIG`.
+
+Shows a progress line per epoch (Keras's progress bar too on a terminal) with
+the loss and the test accuracy after it, and a line per finished run. Writes
+the results as JSON (`--json`, default results/mnist_parity_DATASET.json), a
+plot beside it (`--png`: the test accuracy of each variant per seed and its
+median, and the test accuracy per epoch) and, with `--tensorboard DIR`, the
+loss and the test accuracy of each run per epoch (DIR/VARIANT/SEED, the
+variant's name in `folder_name`'s form).
 """
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -39,7 +46,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
@@ -48,6 +55,15 @@ from nalu_research.cli import (  # noqa: E402
     positive_float,
     positive_int,
     report,
+)
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
 )
 from nalu_research.tasks import mnist  # noqa: E402
 
@@ -86,12 +102,17 @@ def parse_args(argv=None):
         help="filters of each convolution block",
     )
     parser.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1")
-    parser.add_argument("--json", help="default results/mnist_parity_DATASET.json")
+    add_output_arguments(
+        parser, None, shown_default="results/mnist_parity_DATASET.json"
+    )
     add_training_arguments(parser, "mnist_parity")
     add_backend_argument(parser, "mnist_parity")
     args = parser.parse_args(argv)
     if args.canvas_size is None:
         args.canvas_size = CANVAS_SIZE[args.dataset]
+    if args.json is None:
+        args.json = Path(f"results/mnist_parity_{args.dataset}.json")
+    args.png = png_path(args)
     return args
 
 
@@ -125,6 +146,8 @@ IGNORED = (
     "test_size",
     "seeds",
     "json",
+    "png",
+    "tensorboard",
     "strategy",
     "checkpoint_dir",
 )
@@ -139,6 +162,9 @@ def accuracy(model, data):
 def run(variant, seed, args, train, test, strategy, checkpoint_dir):
     """Trains `variant` from `seed` for `args.epochs` epochs over `train`, each
     epoch in its own shuffled order and checkpointed in `checkpoint_dir`.
+
+    After every epoch the test accuracy joins the epoch's logs
+    (`test_accuracy`: printed, in the history and in TensorBoard).
 
     Returns the `training.fit` result, the test accuracy and the training
     accuracy: that of the trained model on the whole training set, in
@@ -160,7 +186,10 @@ def run(variant, seed, args, train, test, strategy, checkpoint_dir):
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
         config={**config, "variant": variant, "run_seed": seed},
-        verbose=0,
+        callbacks=[
+            Evaluation(lambda model: {"test_accuracy": accuracy(model, test)}),
+            *tensorboard(args, folder_name(variant), seed),
+        ],
     )
     return result, accuracy(result.model, test), accuracy(result.model, train)
 
@@ -170,9 +199,50 @@ def folder_name(variant):
     return re.sub(r"[^A-Za-z0-9+]+", "_", variant)
 
 
+def plot(args, results, majority, dataset_name):
+    """The test accuracy of each variant (a point per seed, a bar at the
+    median, the paper's Table 4 as a cross) and its median over the seeds
+    after each epoch, in `args.png`."""
+    plt = pyplot()
+    fig, (final, curves) = plt.subplots(
+        1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.2, 1]}
+    )
+    names = list(results)
+    for i, (variant, runs) in enumerate(results.items()):
+        accuracies = [r["test_accuracy"] for r in runs]
+        (points,) = final.plot([i] * len(runs), accuracies, "o", alpha=0.7)
+        colour = points.get_color()
+        final.plot([i - 0.3, i + 0.3], [np.median(accuracies)] * 2, color=colour)
+        final.plot(i, mnist.PAPER_TABLE_4[variant], "x", color="black")
+        epochs = min(len(r["epoch_test_accuracy"]) for r in runs)
+        if epochs:
+            median = np.median([r["epoch_test_accuracy"][:epochs] for r in runs], 0)
+            curves.plot(runs[0]["epoch_steps"][:epochs], median, ".-",
+                        color=colour, label=variant)  # fmt: skip
+    for ax in (final, curves):
+        ax.axhline(majority, color="grey", linestyle=":", linewidth=1)
+    final.set_xticks(range(len(names)), names, rotation=30, fontsize=8)
+    final.set_ylabel("test accuracy (%)")
+    final.set_title(
+        f"Per seed (o), median (-), paper on MNIST (x); {args.seeds} seed(s)",
+        fontsize=10,
+    )
+    curves.set_xlabel("training steps")
+    curves.set_title("Median over seeds after each epoch (dotted: majority class)",
+                     fontsize=10)  # fmt: skip
+    curves.legend(fontsize=7)
+    fig.suptitle(f"Parity on {dataset_name} canvases, by last layer")
+    fig.tight_layout()
+    save_png(fig, args.png)
+
+
 def main(argv=None):
     args = parse_args(argv)
     strategy = create_strategy(args)
+    import tensorflow as tf
+
+    # predict traces anew for every model (each run's, after every epoch)
+    tf.get_logger().setLevel("ERROR")
     dataset_name = "MNIST" if args.dataset == "mnist" else "scikit-learn digits"
     try:
         train_digits = mnist.load_digit_images(args.dataset, "train", args.data_dir)
@@ -196,9 +266,12 @@ def main(argv=None):
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
     results = {}
+    progress = Progress(len(args.variants) * args.seeds, done=0, unit="run")
+    steps_per_epoch = -(-args.train_size // args.batch_size)
     for variant in args.variants:
         runs = []
         for seed in range(args.seeds):
+            print(f"{variant}, seed {seed}:", flush=True)
             began = time.perf_counter()
             result, test_accuracy, train_accuracy = run(
                 variant,
@@ -214,15 +287,21 @@ def main(argv=None):
             runs.append(
                 {"seed": seed, "test_accuracy": test_accuracy,
                  "train_accuracy": train_accuracy, "diverged": result.divergence,
-                 "seconds": seconds}
+                 "seconds": seconds,
+                 # After each epoch, at its step.
+                 "epoch_steps": [steps_per_epoch * (e + 1)
+                                 for e in range(result.epochs)],
+                 "epoch_losses": result.history.get("loss", []),
+                 "epoch_test_accuracy": result.history.get("test_accuracy", [])}
             )  # fmt: skip
-            print(
-                f"{variant:>14} seed {seed}: test accuracy {test_accuracy:.1f}% "
-                f"(training set {train_accuracy:.1f}%, {seconds:.0f} s)"
-                + (" (diverged)" if result.divergence else ""),
-                flush=True,
-            )
-        results[variant] = runs
+            results[variant] = runs
+            progress.update(
+                sum(map(len, results.values())),
+                {"test accuracy": f"{test_accuracy:.1f}%",
+                 "training set": f"{train_accuracy:.1f}%"},
+                what=f"{variant}, seed {seed}"
+                + (", diverged" if result.divergence else ""),
+            )  # fmt: skip
     wall = time.perf_counter() - start
 
     print(
@@ -245,23 +324,13 @@ def main(argv=None):
         f"{keras.backend.backend()} backend."
     )
     if is_chief(strategy):
-        json_path = Path(args.json or f"results/mnist_parity_{args.dataset}.json")
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(
-            json.dumps(
-                {
-                    "arguments": {
-                        **vars(args),
-                        "checkpoint_dir": str(args.checkpoint_dir),
-                    },
-                    "majority_class": majority,
-                    "wall_seconds": wall,
-                    "results": results,
-                },
-                indent=1,
-            )  # fmt: skip
-        )
-        print(f"Wrote {json_path}.")
+        plot(args, results, majority, dataset_name)
+        save_json(
+            {"arguments": vars(args), "majority_class": majority,
+             "wall_seconds": wall, "results": results},
+            args.json,
+        )  # fmt: skip
+        print(f"Wrote {args.png} and {args.json}.")
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
     return 0
 

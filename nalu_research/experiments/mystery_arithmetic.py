@@ -7,7 +7,13 @@ U[-50, 50] (the blog's code drew its test set from U[-10, 10] by mistake).
 Models, each one layer as in the blog: Dense + ReLU, NAC, NALU (paper's tied
 weights), and iNALU (sign-aware: the task's products of signed inputs need it).
 Prints the final training and test MSE, the test MSE per kind of output, whether
-each model solved the task, and saves the loss curves as a PNG.
+each model solved the task. Writes the results and every epoch's errors as
+JSON (`--json`) and the curves as a PNG beside it (`--png`).
+
+The test errors are evaluated after every epoch: a line per epoch shows them
+with the training loss and the time left (with Keras's progress bar on a
+terminal), and a line per trained model; `--tensorboard DIR` writes them, a
+run per model.
 
 Each model is checkpointed after every epoch; run the same command again after
 an interruption and every model resumes where it stopped, ending with the
@@ -19,10 +25,8 @@ the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
 """
 
 import argparse
-import json
 import os
 import time
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -32,13 +36,22 @@ import tensorflow as tf  # noqa: E402
 
 from keras_nalu import INALU, NAC, NALU  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
     create_strategy,
     report,
+)
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
 )
 from nalu_research.tasks import SYMBOLS  # noqa: E402
 from nalu_research.tasks.mystery import MysteryArithmetic  # noqa: E402
@@ -69,23 +82,21 @@ TRAINING_ARGUMENTS = (
 )
 
 
-class TestErrors(keras.callbacks.Callback):
-    """Test MSE after every epoch, overall (`val_loss`) and of the outputs of
-    each operation (`test_mse_<op>`), added to the epoch's logs (so to the
-    history, which a resumed run keeps)."""
+def test_errors(x, y, kinds):
+    """`Evaluation`: the test MSE, overall (`test_mse`) and of the outputs of
+    each operation (`test_mse_<op>`)."""
+    columns = {op: [k for k, o in enumerate(kinds) if o == op] for op in kinds}
 
-    def __init__(self, x, y, kinds):
-        super().__init__()
-        self.x, self.y = x, y
-        self.columns = {op: [k for k, o in enumerate(kinds) if o == op] for op in kinds}
-
-    def on_epoch_end(self, epoch, logs=None):
-        prediction = keras.ops.convert_to_numpy(self.model(self.x, training=False))
+    def evaluate(model):
+        prediction = keras.ops.convert_to_numpy(model(x, training=False))
         with np.errstate(over="ignore", invalid="ignore"):  # a diverging model
-            error = np.square(prediction - self.y).mean(axis=0)
-        logs["val_loss"] = float(error.mean())
-        for op, columns in self.columns.items():
-            logs[f"test_mse_{op}"] = float(error[columns].mean())
+            error = np.square(prediction - y).mean(axis=0)
+        return {
+            "test_mse": float(error.mean()),
+            **{f"test_mse_{op}": float(error[c].mean()) for op, c in columns.items()},
+        }
+
+    return Evaluation(evaluate)
 
 
 def epoch_batches(x, y, batch_size, seed):
@@ -109,14 +120,14 @@ def parse_args(argv=None):
     parser.add_argument("--train-size", type=int, default=1000)
     parser.add_argument("--test-size", type=int, default=1000)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--png", default="results/mystery_arithmetic.png")
-    parser.add_argument("--json", default="results/mystery_arithmetic.json")
+    add_output_arguments(parser, "results/mystery_arithmetic.json")
     add_training_arguments(parser, "mystery_arithmetic")
     add_backend_argument(parser, "mystery_arithmetic")
     args = parser.parse_args(argv)
     for name in ("epochs", "batch_size", "train_size", "test_size"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    args.png = png_path(args)
     return args
 
 
@@ -140,7 +151,9 @@ def main(argv=None):
     batches = epoch_batches(x_train, y_train, args.batch_size, args.seed)
     config = {k: getattr(args, k) for k in TRAINING_ARGUMENTS}
     curves, rows = {}, []
+    progress = Progress(len(MODELS), done=0, unit="model")
     for name in MODELS:
+        print(f"{name}:", flush=True)
         start = time.perf_counter()
         keras.utils.set_random_seed(args.seed)
         result = fit(
@@ -152,23 +165,22 @@ def main(argv=None):
             strategy=strategy,
             checkpoint_dir=checkpoints(name),
             config={**config, "model": name},
-            callbacks=[TestErrors(x_test, y_test, kinds)],
-            verbose=0,
+            callbacks=[test_errors(x_test, y_test, kinds), *tensorboard(args, name)],
         )
         seconds = time.perf_counter() - start
         report(result, name)
         history = result.history
         curves[name] = {
             "loss": history["loss"],
-            "val_loss": history["val_loss"],
+            "test_mse": history["test_mse"],
             **{op: history[f"test_mse_{op}"] for op in ops_},
         }
         per_kind = {op: curves[name][op][-1] for op in ops_}
         rows.append((name, curves[name], per_kind, seconds, result.divergence))
-        print(
-            f"{name}: trained in {seconds:.0f} s"
-            + (" (diverged)" if result.divergence else ""),
-            flush=True,
+        progress.update(
+            len(rows),
+            {"train MSE": history["loss"][-1], "test MSE": history["test_mse"][-1]},
+            what=name + (", diverged" if result.divergence else ""),
         )
 
     print(
@@ -180,7 +192,7 @@ def main(argv=None):
     for name, hist, per_kind, _, diverged in rows:
         print(
             f"| {name}{' (diverged)' if diverged else ''} | "
-            f"{hist['loss'][-1]:.4g} | {hist['val_loss'][-1]:.4g} | "
+            f"{hist['loss'][-1]:.4g} | {hist['test_mse'][-1]:.4g} | "
             + " | ".join(f"{per_kind[op]:.4g}" for op in ops_)
             + " |"
         )
@@ -189,7 +201,7 @@ def main(argv=None):
         f"\nSolved means a test MSE within 1% of {threshold:.3g}, that of a "
         "solution whose weights are each off by 1e-5 (simulated): "
         + ", ".join(
-            f"{name} {'yes' if hist['val_loss'][-1] <= 1.01 * threshold else 'no'}"
+            f"{name} {'yes' if hist['test_mse'][-1] <= 1.01 * threshold else 'no'}"
             for name, hist, _, _, _ in rows
         )
         + "."
@@ -206,47 +218,38 @@ def main(argv=None):
 
 def write_outputs(curves, rows, ops_, task, args):
     """The loss curves as a PNG and every model's results as JSON."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     panels = [
         ("loss", "training MSE, U[-10, 10]"),
-        ("val_loss", "test MSE, U[-50, 50]"),
+        ("test_mse", "test MSE, U[-50, 50]"),
     ]
     panels += [(op, f"test MSE of {SYMBOLS[op]} outputs") for op in ops_]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))
     for ax, (key, title) in zip(axes, panels, strict=True):
         for name, hist in curves.items():
-            ax.plot(hist[key], label=name)
+            ax.plot(range(1, len(hist[key]) + 1), hist[key], label=name)
         ax.set_yscale("log")
         ax.set_xlabel("epoch")
         ax.set_title(title, fontsize=10)
     axes[0].legend()
     fig.tight_layout()
-    Path(args.png).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.png, dpi=100)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    Path(args.json).write_text(
-        json.dumps(
-            {
-                "arguments": arguments,
-                "outputs": task.describe(),
-                "models": {
-                    name: {
-                        "loss": hist["loss"],
-                        "val_loss": hist["val_loss"],
-                        "test_mse_by_operation": per_kind,
-                        "seconds": s,
-                        "diverged": diverged,
-                    }
-                    for name, hist, per_kind, s, diverged in rows
-                },
+    save_png(fig, args.png)
+    save_json(
+        {
+            "arguments": vars(args),
+            "outputs": task.describe(),
+            "models": {
+                name: {
+                    "loss": hist["loss"],
+                    "test_mse": hist["test_mse"],
+                    "test_mse_by_operation": per_kind,
+                    "seconds": s,
+                    "diverged": diverged,
+                }
+                for name, hist, per_kind, s, diverged in rows
             },
-            indent=1,
-        )  # fmt: skip
+        },
+        args.json,
     )
     print(f"Wrote {args.png} and {args.json}.")
 

@@ -19,6 +19,13 @@ configuration's median over seeds, each seed's numbers too) beside the
 paper's, the Figure 3 view from the best model, and exports that model as a
 SavedModel that takes a batch of strings.
 
+Writes every run's errors and validation curve as JSON (`--json`) and, beside
+it, a PNG (`--png`): the validation MAE of each model's chosen configuration
+over training, and the Figure 3 view. Progress: a line per evaluation (each
+seed's validation and test MAE, the time left; Keras's progress bar too on a
+terminal) and one per trained configuration; `--tensorboard DIR` writes the
+loss and the MAEs, a run per configuration.
+
 Every `--eval-every` steps is an epoch, checkpointed with the best weights so
 far (`keras_nalu.training.fit`): run the same command again after an
 interruption and every run resumes where it stopped, with the results of an
@@ -30,10 +37,8 @@ devices or on the hosts of `TF_CONFIG`.
 """
 
 import argparse
-import json
 import os
 import time
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -42,7 +47,7 @@ import numpy as np  # noqa: E402
 
 from keras_nalu import NAC, NALU, export_saved_model  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
@@ -52,6 +57,15 @@ from nalu_research.cli import (  # noqa: E402
     steps_per_execution,
 )
 from nalu_research.layers import LastToken, SummedStates  # noqa: E402
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
+)
 from nalu_research.tasks.number_words import (  # noqa: E402
     PAPER_FIGURE_3,
     PAPER_TABLE_3,
@@ -90,7 +104,11 @@ def build_models(kind, size, seeds):
         models.append(
             (
                 keras.Model(ids, steps, name=f"{kind}_steps_{seed}"),
-                keras.Model(ids, LastToken()([steps, ids]), name=f"{kind}_{seed}"),
+                keras.Model(
+                    ids,
+                    LastToken(name=f"seed_{seed}")([steps, ids]),
+                    name=f"{kind}_{seed}",
+                ),
             )
         )
     return models
@@ -111,17 +129,47 @@ def mae(model, ids, y):
     return float(np.mean(np.abs(prediction.astype(np.float64) - y)))
 
 
+# The splits evaluated after every epoch (the validation MAE selects).
+EVALUATED = ("validation", "test")
+
+
+def metric(split, seed):
+    """The name of a seed's MAE on `split` in the epoch's logs (and the
+    TensorBoard tag): `validation_mae/seed_1`."""
+    return f"{split}_mae/seed_{seed}"
+
+
+def seed_errors(seeds, data):
+    """`Evaluation`: each seed's MAE on the `EVALUATED` splits (`metric`),
+    from one call of the side-by-side model (one output per seed)."""
+
+    def evaluate(model):
+        values = {}
+        for split in EVALUATED:
+            ids, y = data[split]
+            outputs = model(ids, training=False)
+            outputs = [outputs] if len(seeds) == 1 else outputs
+            for seed, output in zip(seeds, outputs, strict=True):
+                prediction = keras.ops.convert_to_numpy(output).astype(np.float64)
+                values[metric(split, seed)] = float(np.mean(np.abs(prediction - y)))
+        return values
+
+    return Evaluation(evaluate)
+
+
 class KeepBest(keras.callbacks.Callback):
     """After every epoch (`eval_every` steps), keeps each seed's weights of its
-    best validation MAE; `restore()` puts them back when training is done.
+    best validation MAE, read from the epoch's logs (`seed_errors`, which
+    comes before it in the callbacks); `restore()` puts them back when
+    training is done.
 
     Its state goes into the run's checkpoint (`get_checkpoint_state`), so a
     resumed run keeps the weights and steps an uninterrupted one would.
     """
 
-    def __init__(self, data, eval_every):
+    def __init__(self, seeds, eval_every):
         super().__init__()
-        self.data, self.eval_every = data, eval_every
+        self.seeds, self.eval_every = list(seeds), eval_every
         self.watch([])
 
     def watch(self, models):
@@ -134,7 +182,7 @@ class KeepBest(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         step = (epoch + 1) * self.eval_every
         for i, model in enumerate(self.models):
-            error = mae(model, *self.data["validation"])
+            error = logs[metric("validation", self.seeds[i])]
             if np.isfinite(error) and error < self.best[i]:
                 self.best[i], self.best_step[i] = error, step
                 self.best_weights[i] = model.get_weights()
@@ -174,12 +222,16 @@ def train_config(
     sum of theirs: no weight is shared, so each gets exactly the gradients and
     Adam updates it would get alone, in a third of the time. Training runs in
     epochs of `args.eval_every` full-batch steps, each checkpointed in
-    `checkpoint_dir` (when given). A non-finite loss of any seed stops them
-    all there (`errors["diverged"]` says where); each keeps its best weights.
+    `checkpoint_dir` (when given) and followed by the seeds' validation and
+    test MAE (`seed_errors`: printed with the loss and, for several seeds,
+    each one's `seed_<seed>_loss`; kept as `errors["curves"]` at the steps
+    `errors["steps"]`; written to TensorBoard with `--tensorboard`). A
+    non-finite loss of any seed stops them all there (`errors["diverged"]`
+    says where); each keeps its best weights.
     """
     import tensorflow as tf
 
-    keep = KeepBest(data, args.eval_every)
+    keep = KeepBest(seeds, args.eval_every)
     built = {}
     # One seed: a model of one output, not of a list of one, which the custom
     # loop of a multi-worker strategy (distribute.Trainer) does not take.
@@ -213,18 +265,26 @@ def train_config(
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
         config=config,
-        callbacks=[keep],
+        callbacks=[
+            seed_errors(seeds, data),
+            keep,
+            *tensorboard(args, kind, size, f"{learning_rate:g}"),
+        ],
         steps_per_execution=steps_per_execution(args.eval_every),
-        verbose=0,
     )
     report(result, f"{MODELS[kind]}, size {size}, lr {learning_rate:g}")
     keep.restore()
     runs = []
     models = built["models"]
+    steps = [(epoch + 1) * args.eval_every for epoch in range(result.epochs)]
     for i, (seed, (steps_model, model)) in enumerate(zip(seeds, models, strict=True)):
         errors = {split: mae(model, *data[split]) for split in data}
         errors["best_step"] = keep.best_step[i]
         errors["diverged"] = result.divergence
+        errors["steps"] = steps
+        errors["curves"] = {
+            split: result.history[metric(split, seed)] for split in EVALUATED
+        }
         runs.append((errors, seed, steps_model, model))
     return runs
 
@@ -238,8 +298,10 @@ IGNORED = (
     "quick",
     "export_dir",
     "json",
+    "png",
     "strategy",
     "checkpoint_dir",
+    "tensorboard",
 )
 
 
@@ -263,7 +325,7 @@ def parse_args(argv=None):
         help="a smoke run: 1 seed, size 16, lr 0.01, 40 steps",
     )
     parser.add_argument("--export-dir", default="saved_models/number_translation")
-    parser.add_argument("--json", default="results/number_translation.json")
+    add_output_arguments(parser, "results/number_translation.json")
     add_training_arguments(parser, "number_translation")
     add_backend_argument(parser, "number_translation")
     args = parser.parse_args(argv)
@@ -289,6 +351,7 @@ def parse_args(argv=None):
     for rate in args.learning_rates:
         if not rate > 0:
             parser.error(f"--learning-rates must be greater than 0, got {rate}")
+    args.png = png_path(args)
     return args
 
 
@@ -313,11 +376,19 @@ def main(argv=None):
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
     results, chosen, best = {}, {}, None
+    # A line per trained configuration (its seeds side by side).
+    progress = Progress(
+        len(args.models) * len(args.sizes) * len(args.learning_rates),
+        done=0,
+        unit="configuration",
+    )
     for key in args.models:
         name = MODELS[key]
         configs = {}
         for size in args.sizes:
             for rate in args.learning_rates:
+                what = f"{name}, size {size}, lr {rate:g}"
+                print(f"{what}, seeds {seeds}:", flush=True)
                 t0 = time.perf_counter()
                 runs = train_config(
                     key,
@@ -340,8 +411,15 @@ def main(argv=None):
                         + (" (diverged)" if errors["diverged"] else ""),
                         flush=True,
                     )
-                print(f"  ({len(seeds)} seeds in {time.perf_counter() - t0:.0f} s)")
                 configs[(size, rate)] = runs
+                progress.update(
+                    sum(map(len, results.values())) + len(configs),
+                    {
+                        f"median {split} MAE": np.median([r[0][split] for r in runs])
+                        for split in EVALUATED
+                    },
+                    what=what + (", diverged" if runs[0][0]["diverged"] else ""),
+                )
         # The configuration with the lowest median validation MAE over seeds.
         (size, rate), runs = min(
             configs.items(),
@@ -413,13 +491,18 @@ def main(argv=None):
         )
 
     if is_chief(strategy):
-        export_and_save(model, queries, results, chosen, figure, seconds, args)
+        figure_model = f"{name}, seed {seed}"
+        export_and_save(
+            model, queries, results, chosen, figure, figure_model, seconds, args
+        )
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
 
 
-def export_and_save(model, queries, results, chosen, figure, seconds, args):
+def export_and_save(
+    model, queries, results, chosen, figure, figure_model, seconds, args
+):
     """Exports `model` as a SavedModel of strings (on the tensorflow backend)
-    and writes the JSON."""
+    and writes the JSON and the PNG (`plot`)."""
     if keras.backend.backend() == "tensorflow":
         export(model, queries, args)
     else:
@@ -429,20 +512,55 @@ def export_and_save(model, queries, results, chosen, figure, seconds, args):
             "TensorFlow's graph; add --backend tensorflow to export it."
         )
 
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(
-        json.dumps(
-            {
-                "arguments": {**vars(args), "checkpoint_dir": str(args.checkpoint_dir)},
-                "runs": results,
-                "chosen": {n: [s, r] for n, (s, r, _) in chosen.items()},
-                "figure_3": figure,
-                "seconds": seconds,
-            },
-            indent=1,
-        )
+    plot(chosen, figure, figure_model, args)
+    save_json(
+        {
+            "arguments": vars(args),
+            "runs": results,
+            "chosen": {n: [s, r] for n, (s, r, _) in chosen.items()},
+            "figure_3": figure,
+            "figure_3_model": figure_model,
+            "seconds": seconds,
+        },
+        args.json,
     )
-    print(f"Wrote {args.json}.")
+    print(f"Wrote {args.png} and {args.json}.")
+
+
+def plot(chosen, figure, figure_model, args):
+    """The PNG: each model's validation MAE over training (its chosen
+    configuration, a line per seed) and Figure 3 (the prediction after each
+    token, the paper's NALU dashed)."""
+    plt = pyplot()
+    fig, (curves, trace) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for name, (size, rate, runs) in chosen.items():
+        color = None
+        for i, (errors, *_) in enumerate(runs):
+            (line,) = curves.plot(
+                errors["steps"],
+                errors["curves"]["validation"],
+                color=color,
+                marker="." if len(errors["steps"]) == 1 else None,
+                label=f"{name} (size {size}, lr {rate:g})" if i == 0 else None,
+            )
+            color = line.get_color()
+    curves.set_yscale("log")
+    curves.set_xlabel("training steps")
+    curves.set_ylabel("validation MAE")
+    curves.set_title("Chosen configurations, a line per seed", fontsize=10)
+    curves.legend(fontsize=8)
+    for query, values in figure.items():
+        read = range(1, len(values) + 1)
+        (line,) = trace.plot(read, values, marker="o", label=query)
+        paper = PAPER_FIGURE_3[query]
+        trace.plot(read, paper, "--", color=line.get_color(), alpha=0.6)
+    trace.xaxis.get_major_locator().set_params(integer=True)
+    trace.set_xlabel("tokens read")
+    trace.set_ylabel("prediction")
+    trace.set_title(f"Figure 3: {figure_model} (dashed: the paper's NALU)", fontsize=10)
+    trace.legend(fontsize=7)
+    fig.tight_layout()
+    save_png(fig, args.png)
 
 
 def export(model, queries, args):

@@ -38,7 +38,6 @@ of `TF_CONFIG` (`keras_nalu.training.fit`).
 """
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -50,7 +49,7 @@ import numpy as np  # noqa: E402
 
 from keras_nalu import export_saved_model  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
@@ -60,6 +59,15 @@ from nalu_research.cli import (  # noqa: E402
     report,
 )
 from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell  # noqa: E402
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
+)
 from nalu_research.tasks.program_evaluation import (  # noqa: E402
     SPLITS,
     TASKS,
@@ -127,18 +135,14 @@ def predict(model, x):
     return keras.ops.convert_to_numpy(model(x, training=False))
 
 
-class DigitCurves(keras.callbacks.Callback):
-    """Digit accuracy on each split after every epoch (`eval_every` steps),
-    added to the epoch's logs as `<split>_digits` (so to the history, which a
-    resumed run keeps)."""
-
-    def __init__(self, data):
-        super().__init__()
-        self.data = data
-
-    def on_epoch_end(self, epoch, logs=None):
-        for split, (x, y) in self.data.items():
-            logs[f"{split}_digits"] = digit_accuracy(y, predict(self.model, x))
+def digit_curves(data):
+    """`Evaluation`: the digit accuracy on each split, as `<split>_digits`."""
+    return Evaluation(
+        lambda model: {
+            f"{split}_digits": digit_accuracy(y, predict(model, x))
+            for split, (x, y) in data.items()
+        }
+    )
 
 
 def make_optimizer(args, steps):
@@ -176,8 +180,7 @@ def train_run(kind, seed, generator, data, args, strategy, checkpoint_dir):
             "run_seed": seed,
             **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
         },
-        callbacks=[DigitCurves(data)],
-        verbose=0,
+        callbacks=[digit_curves(data), *tensorboard(args, kind, seed)],
     )
     curves = {split: result.history[f"{split}_digits"] for split in data}
     steps = [(epoch + 1) * args.eval_every for epoch in range(result.epochs)]
@@ -211,12 +214,12 @@ def parse_args(argv=None):
         help="give the NALU's multiplicative path its own weights",
     )
     parser.add_argument("--eval-size", type=int, default=1000)
-    for name, default in (
-        ("export-dir", "saved_models/program_evaluation_TASK"),
-        ("png", "results/program_evaluation_TASK.png"),
-        ("json", "results/program_evaluation_TASK.json"),
-    ):
-        parser.add_argument(f"--{name}", default=None, help=f"default {default}")
+    parser.add_argument(
+        "--export-dir", help="default saved_models/program_evaluation_TASK"
+    )
+    add_output_arguments(
+        parser, None, shown_default="results/program_evaluation_TASK.json"
+    )
     add_training_arguments(parser, "program_evaluation")
     add_backend_argument(parser, "program_evaluation")
     args = parser.parse_args(argv)
@@ -239,10 +242,11 @@ def parse_args(argv=None):
                 f"--{name.replace('_', '-')} must be greater than 0, "
                 f"got {getattr(args, name)}"
             )
-    for name, ext in (("export_dir", ""), ("png", ".png"), ("json", ".json")):
-        if getattr(args, name) is None:
-            folder = "saved_models" if name == "export_dir" else "results"
-            setattr(args, name, f"{folder}/program_evaluation_{args.task}{ext}")
+    if args.export_dir is None:
+        args.export_dir = f"saved_models/program_evaluation_{args.task}"
+    if args.json is None:
+        args.json = Path(f"results/program_evaluation_{args.task}.json")
+    args.png = png_path(args)
     return args
 
 
@@ -271,10 +275,12 @@ def main(argv=None):
     )
     start = time.perf_counter()
     results, best = {}, {}
+    progress = Progress(len(args.models) * len(seeds), done=0, unit="run")
     for key in args.models:
         name = MODELS[key]
         results[name] = []
         for seed in seeds:
+            print(f"{name}, seed {seed}:", flush=True)
             t0 = time.perf_counter()
             folder = checkpoints(args.task, key, seed)
             result, curves, steps = train_run(
@@ -288,12 +294,11 @@ def main(argv=None):
                  "seconds": time.perf_counter() - t0,
                  "diverged": result.divergence}
             )  # fmt: skip
-            print(
-                f"{name}, seed {seed}: "
-                + ", ".join(f"{s} {v:.1f}%" for s, v in final.items())
-                + f" digits correct ({time.perf_counter() - t0:.0f} s)"
-                + (" (diverged)" if result.divergence else ""),
-                flush=True,
+            progress.update(
+                sum(map(len, results.values())),
+                {f"{s} digits": f"{v:.1f}%" for s, v in final.items()},
+                what=f"{name}, seed {seed}"
+                + (", diverged" if result.divergence else ""),
             )
             if name not in best or final["validation"] > best[name][0]:
                 best[name] = (final["validation"], seed, model)
@@ -315,9 +320,8 @@ def main(argv=None):
         diverged = [r["seed"] for r in runs if r["diverged"]]
         marker = f" (seed {', '.join(map(str, diverged))} diverged)" if diverged else ""
         print(f"| {name}{marker} | " + " | ".join(cells) + " |")
-    runs = sum(len(r) for r in results.values())
     print(
-        f"\nTrained {runs} runs in {seconds:.0f} s on the "
+        f"\nTrained {progress.total} runs in {seconds:.0f} s on the "
         f"{keras.backend.backend()} backend."
     )
 
@@ -350,22 +354,15 @@ def write_outputs(results, best, x_test, seconds, args):
             f"\nExported the NALU (seed {best['NALU'][1]}) to {path}/ (verified); "
             f"served on 3 test programs: {np.round(np.asarray(served), 1).tolist()}"
         )
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    Path(args.json).write_text(
-        json.dumps(
-            {"arguments": arguments, "results": results, "seconds": seconds}, indent=1
-        )  # fmt: skip
+    save_json(
+        {"arguments": arguments, "results": results, "seconds": seconds}, args.json
     )
     print(f"Wrote {args.png} and {args.json}.")
 
 
 def _plot(results, args):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     titles = {"train": "Train (2 digits)", "validation": "Validation (3 digits)",
               "test": "Test (4 digits)"}  # fmt: skip
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.3), sharey=True)
@@ -383,8 +380,7 @@ def _plot(results, args):
     axes[0].legend()
     fig.suptitle(f"Program evaluation ('{args.task}'): mean and min-max over seeds")
     fig.tight_layout()
-    Path(args.png).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.png, dpi=100)
+    save_png(fig, args.png)
 
 
 if __name__ == "__main__":

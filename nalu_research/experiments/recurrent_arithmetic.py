@@ -9,6 +9,12 @@ larger). Errors are on the paper's scale: test MSE relative to a randomly
 initialized model of the same architecture, x100; the median over seeds is
 printed beside the paper's Table 1.
 
+Both errors are evaluated after every epoch (`--checkpoint-every` steps):
+printed on a line per epoch with the loss and the time left (and Keras's
+progress bar on a terminal), with a line per finished run; `--tensorboard DIR`
+writes them, a run per operation, model and seed. Writes every run's errors
+and curves as JSON (`--json`) and the curves as a PNG beside it (`--png`).
+
 Each run is checkpointed every `--checkpoint-every` steps; run the same command
 again after an interruption and every run resumes where it stopped, ending with
 the weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains
@@ -19,11 +25,9 @@ on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
 """
 
 import argparse
-import json
 import math
 import os
 import time
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -32,14 +36,24 @@ import numpy as np  # noqa: E402
 
 from keras_nalu import NAC, NALU, NACCell, NALUCell  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
     create_strategy,
+    epoch_steps,
     report,
     stream_epochs,
+)
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
 )
 from nalu_research.tasks import OPERATIONS, SYMBOLS, mean_squared_error, paper_scale  # noqa: E402
 from nalu_research.tasks.recurrent_arithmetic import (  # noqa: E402
@@ -66,8 +80,16 @@ MODELS = {
 }
 QUICK = {"operations": ["add", "mul"], "seeds": 1, "steps": 2000}
 BATCH_SIZE = 128
-# The arguments that change a run's training: a checkpoint resumes only with them.
-TRAINING_ARGUMENTS = ("steps", "learning_rate", "checkpoint_every", "backend")
+# The arguments that change a run's training or its recorded curves: a
+# checkpoint resumes only with them.
+TRAINING_ARGUMENTS = (
+    "steps",
+    "learning_rate",
+    "checkpoint_every",
+    "eval_size",
+    "backend",
+)
+SPLITS = ("interpolation", "extrapolation")
 
 
 def build(model, input_size):
@@ -90,7 +112,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--quick", action="store_true", help="a+b and a*b, 1 seed, 2,000 steps"
     )
-    parser.add_argument("--json", default="results/recurrent_arithmetic.json")
+    add_output_arguments(parser, "results/recurrent_arithmetic.json")
     add_training_arguments(parser, "recurrent_arithmetic", checkpoint_every=1000)
     add_backend_argument(parser, "recurrent_arithmetic")
     args = parser.parse_args(argv)
@@ -103,16 +125,44 @@ def parse_args(argv=None):
     for name in ("seeds", "steps", "eval_size"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    args.png = png_path(args)
     return args
 
 
+def paper_errors(test, random_model):
+    """`Evaluation`: the errors on each split of `test` on the paper's scale
+    (against `random_model`, the same architecture untrained), as
+    `<split>_error`; infinite when the model's MSE is not finite."""
+    random_mse = {
+        split: mean_squared_error(y, predict(random_model, x))
+        for split, (x, y) in test.items()
+    }
+
+    def evaluate(model):
+        errors = {}
+        for split, (x, y) in test.items():
+            mse = mean_squared_error(y, predict(model, x))
+            finite = np.isfinite(mse)
+            errors[f"{split}_error"] = (
+                paper_scale(mse, random_mse[split]) if finite else math.inf
+            )
+        return errors
+
+    return Evaluation(evaluate)
+
+
+def predict(model, x):
+    return model.predict(x, batch_size=250, verbose=0)
+
+
 def run(model, operation, seed, args, strategy, checkpoint_dir):
-    """Trains one model from `seed`; its paper-scale errors, seconds and the
-    `training.fit` result (resumed from `checkpoint_dir` when it holds one)."""
+    """Trains one model from `seed`; its paper-scale errors, their curves
+    (`{split: [error after each epoch]}`), seconds and the `training.fit`
+    result (resumed from `checkpoint_dir` when it holds one)."""
     task = RecurrentArithmetic(operation, seed=seed)
     test = {
         split: task.sample(args.eval_size, split, seed=(seed, 10**9 + i))
-        for i, split in enumerate(("interpolation", "extrapolation"))
+        for i, split in enumerate(SPLITS)
     }
     keras.utils.set_random_seed(seed)
     random_model = build(model, task.input_size)
@@ -139,17 +189,17 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
             "seed": seed,
             **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
         },
-        verbose=0,
+        callbacks=[
+            paper_errors(test, random_model),
+            *tensorboard(args, operation, model, seed),
+        ],
     )
     seconds = time.perf_counter() - start
-    errors = {}
-    for split, (x, y) in test.items():
-        mse, random_mse = (
-            mean_squared_error(y, m.predict(x, batch_size=250, verbose=0))
-            for m in (result.model, random_model)
-        )
-        errors[split] = paper_scale(mse, random_mse) if np.isfinite(mse) else math.inf
-    return errors, seconds, result
+    # The last evaluation is of the trained model (also after a divergence:
+    # the epoch it stopped in ends with one).
+    curves = {split: result.history[f"{split}_error"] for split in SPLITS}
+    errors = {split: curve[-1] for split, curve in curves.items()}
+    return errors, curves, seconds, result
 
 
 def fmt(value):
@@ -164,26 +214,30 @@ def main(argv=None):
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
     results = []
+    progress = Progress(
+        len(args.operations) * len(args.models) * args.seeds, done=0, unit="run"
+    )
     for operation in args.operations:
         for model in args.models:
             for seed in range(args.seeds):
+                what = f"{SYMBOLS[operation]} {MODELS[model][0]} seed {seed}"
+                print(f"{what}:", flush=True)
                 folder = checkpoints(operation, model, seed)
-                errors, seconds, result = run(
+                errors, curves, seconds, result = run(
                     model, operation, seed, args, strategy, folder
                 )
-                label = f"{SYMBOLS[operation]:>7} {MODELS[model][0]:>8} seed {seed}"
-                report(result, f"{SYMBOLS[operation]} {MODELS[model][0]} seed {seed}")
+                report(result, what)
+                steps = np.cumsum(epoch_steps(args))[: result.epochs].tolist()
                 results.append(
                     {"operation": operation, "model": model, "seed": seed,
                      **errors, "seconds": seconds,
-                     "diverged": result.divergence}
+                     "diverged": result.divergence,
+                     "steps": steps, "curves": curves}
                 )  # fmt: skip
-                print(
-                    f"{label}: "
-                    f"interpolation {fmt(errors['interpolation'])}, extrapolation "
-                    f"{fmt(errors['extrapolation'])} ({seconds:.0f} s)"
-                    + (" (diverged)" if result.divergence else ""),
-                    flush=True,
+                progress.update(
+                    len(results),
+                    {f"{split} error": fmt(errors[split]) for split in SPLITS},
+                    what=what + (", diverged" if result.divergence else ""),
                 )
     header = "| op | " + " | ".join(MODELS[m][0] for m in args.models) + " |"
     for split, index in (("interpolation", 0), ("extrapolation", 1)):
@@ -217,18 +271,54 @@ def main(argv=None):
     seconds = time.perf_counter() - start
     print(f"\nWall time: {seconds:.0f} s on the {keras.backend.backend()} backend.")
     if is_chief(strategy):
-        arguments = {
-            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-        }
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(
-            json.dumps(
-                {"arguments": arguments, "wall_seconds": seconds, "runs": results},
-                indent=1,
-            )  # fmt: skip
+        plot(results, args)
+        save_json(
+            {"arguments": vars(args), "wall_seconds": seconds, "runs": results},
+            args.json,
         )
-        print(f"Wrote {args.json}.")
+        print(f"Wrote {args.png} and {args.json}.")
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+
+
+def plot(results, args):
+    """The PNG: the interpolation and extrapolation errors over training, a
+    panel per operation and split, a line per model (its seeds' median),
+    on a log scale (infinite errors left out)."""
+    plt = pyplot()
+    ops = args.operations
+    fig, axes = plt.subplots(
+        2, len(ops), figsize=(2.8 * len(ops) + 0.8, 5.6), squeeze=False
+    )
+    for column, operation in enumerate(ops):
+        for row, split in enumerate(SPLITS):
+            ax = axes[row][column]
+            for model in args.models:
+                runs = [
+                    r
+                    for r in results
+                    if r["operation"] == operation and r["model"] == model
+                ]
+                length = min(len(r["curves"][split]) for r in runs)
+                curve = np.median([r["curves"][split][:length] for r in runs], axis=0)
+                curve = np.where(np.isfinite(curve), curve, np.nan)
+                ax.plot(
+                    runs[0]["steps"][:length],
+                    curve,
+                    marker="." if length == 1 else None,
+                    label=MODELS[model][0],
+                )
+            ax.axhline(100, color="0.6", linewidth=0.8, linestyle=":")
+            ax.set_yscale("log")
+            ax.set_title(f"{SYMBOLS[operation]}, {split}", fontsize=10)
+            if row == 1:
+                ax.set_xlabel("training steps")
+        axes[0][column].sharex(axes[1][column])
+    axes[0][0].set_ylabel("error (100 = random init)")
+    axes[1][0].set_ylabel("error (100 = random init)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"Recurrent arithmetic: median over {args.seeds} seed(s)", fontsize=11)
+    fig.tight_layout()
+    save_png(fig, args.png)
 
 
 if __name__ == "__main__":

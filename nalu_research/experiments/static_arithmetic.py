@@ -16,14 +16,24 @@ of an uninterrupted run. The checkpoints are deleted when the script finishes.
 `--strategy mirrored|multi-worker` trains on the local devices or on the hosts
 of `TF_CONFIG` (`keras_nalu.training.fit`).
 
+After every checkpoint each run is tested on both test sets (`--eval-size`
+examples each): its error on the paper's scale and its MSE per set
+(`interpolation_error`, `extrapolation_error`, `interpolation_mse`,
+`extrapolation_mse`), shown in a progress line with the loss and the time
+left, kept in the results and, with `--tensorboard DIR`, written against the
+step, a folder per run (DIR/OP/MODEL/SEED). A line per finished run counts the
+runs solved so far. The runs' results and settings go to `--json` (default
+results/static_arithmetic_OP.json), the plot of their test errors per
+checkpoint beside it (`--png`).
+
     python examples/static_arithmetic.py
     python examples/static_arithmetic.py --operation add --runs 3
 """
 
 import argparse
 import os
-import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -32,15 +42,25 @@ import numpy as np  # noqa: E402
 
 from keras_nalu import NALU, export_saved_model  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
-from keras_nalu.training import fit  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
     create_strategy,
+    epoch_steps,
     report,
     steps_per_execution,
     stream_epochs,
+)
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
 )
 from nalu_research.tasks import (  # noqa: E402
     OPERATIONS,
@@ -56,6 +76,9 @@ SOLVED = 1.0  # paper-scale extrapolation error below which a run counts as solv
 
 MODEL_KEYS = {"relu6": "ReLU6 MLP", "nalu": "NALU-NALU"}
 TABLE_KEYS = {name: key for key, name in MODEL_KEYS.items()}
+SPLITS = ("interpolation", "extrapolation")
+# What `error_metrics` adds to the logs of every epoch.
+METRICS = tuple(f"{split}_{what}" for split in SPLITS for what in ("error", "mse"))
 
 
 def build_models(input_size):
@@ -104,18 +127,28 @@ def parse_args(argv=None):
         default=None,
         help="where to export the NALU (default saved_models/static_arithmetic_OP)",
     )
+    add_output_arguments(
+        parser,
+        None,
+        what="settings and every run's errors",
+        shown_default="results/static_arithmetic_OP.json",
+    )
     args = parser.parse_args(argv)
+    if args.json is None:
+        args.json = Path(f"results/static_arithmetic_{args.operation}.json")
     for name in ("runs", "steps", "batch_size", "eval_size"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if not args.learning_rate > 0:
         parser.error("--learning-rate must be greater than 0")
+    args.png = png_path(args)
     return args
 
 
-def train(build, task, args, seed, strategy, checkpoint_dir):
+def train(build, task, args, seed, strategy, checkpoint_dir, callbacks=()):
     """Trains on `args.steps` fresh batches drawn from `seed`, in epochs of
-    `args.checkpoint_every` steps, each checkpointed in `checkpoint_dir`.
+    `args.checkpoint_every` steps, each checkpointed in `checkpoint_dir`,
+    with the Keras `callbacks`.
 
     Resumes from the checkpoint when one of the same configuration exists;
     returns the `training.fit` result.
@@ -139,25 +172,48 @@ def train(build, task, args, seed, strategy, checkpoint_dir):
         steps_per_execution=steps_per_execution(
             min(100, args.steps, args.checkpoint_every)
         ),
-        verbose=1 if sys.stdout.isatty() else 2,
+        callbacks=callbacks,
     )
 
 
-# Arguments that do not change a run's results: a checkpoint resumes across them.
-IGNORED = ("export_dir", "checkpoint_dir", "strategy", "runs", "models", "eval_size")
+# Arguments that change neither a run's training nor its recorded test errors
+# (`--eval-size` does: the errors after every epoch are kept): a checkpoint
+# resumes across them.
+IGNORED = (
+    "export_dir",
+    "checkpoint_dir",
+    "strategy",
+    "runs",
+    "models",
+    "json",
+    "png",
+    "tensorboard",
+)
 
 
-def evaluate(model, random_model, test_sets):
-    """Paper-scale error of `model` on each test set."""
-    errors = {}
-    for split, (x, y) in test_sets.items():
-        mse, random_mse = (
-            mean_squared_error(y, keras.ops.convert_to_numpy(m(x, training=False)))
-            for m in (model, random_model)
+def split_mse(model, test_sets):
+    """`{split: MSE of model on that test set}`."""
+    return {
+        split: mean_squared_error(
+            y, keras.ops.convert_to_numpy(model(x, training=False))
         )
-        errors[split] = paper_scale(mse, random_mse)
-        errors[f"{split} MSE"] = mse
-    return errors
+        for split, (x, y) in test_sets.items()
+    }
+
+
+def error_metrics(test_sets, random_mse):
+    """A function of a model returning, for each test set, its MSE
+    (`<split>_mse`) and its error on the paper's scale (`<split>_error`:
+    relative to `random_mse[split]`, x100)."""
+
+    def evaluate(model):
+        errors = {}
+        for split, mse in split_mse(model, test_sets).items():
+            errors[f"{split}_error"] = paper_scale(mse, random_mse[split])
+            errors[f"{split}_mse"] = mse
+        return errors
+
+    return evaluate
 
 
 def main(argv=None):
@@ -166,7 +222,7 @@ def main(argv=None):
     task = StaticArithmetic(args.operation, seed=args.seed)
     test_sets = {
         split: task.sample(args.eval_size, split, seed=(args.seed, 10**9 + i))
-        for i, split in enumerate(("interpolation", "extrapolation"))
+        for i, split in enumerate(SPLITS)
     }
     symbol = SYMBOLS[args.operation]
     seeds = range(args.seed + 1, args.seed + 1 + args.runs)
@@ -182,44 +238,80 @@ def main(argv=None):
     )
 
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
-    rows, selected = [], {}
+    rows, selected, records, random_mses = [], {}, [], {}
     start = time.perf_counter()
     chosen = [MODEL_KEYS[key] for key in args.models]
+    progress = Progress(len(chosen) * args.runs, done=0, unit="run")
     for name, build in build_models(task.input_size).items():
         if name not in chosen:
             continue
         # One random model per architecture is the scale of every run (Table 1).
         keras.utils.set_random_seed(args.seed)
-        random_model = build()
+        random_mse = random_mses[name] = split_mse(build(), test_sets)
+        evaluate = error_metrics(test_sets, random_mse)
         runs = []
         for seed in seeds:
             keras.utils.set_random_seed(seed)  # the run's own, repeatable init
-            print(f"{name}, seed {seed}:")
+            print(f"{name}, seed {seed}:", flush=True)
+            run_start = time.perf_counter()
+            key = TABLE_KEYS[name]
             result = train(
                 build,
                 task,
                 args,
                 seed,
                 strategy,
-                checkpoints(args.operation, TABLE_KEYS[name], seed),
+                checkpoints(args.operation, key, seed),
+                callbacks=[
+                    Evaluation(evaluate),
+                    *tensorboard(args, args.operation, key, seed),
+                ],
             )
-            report(result)
+            report(result, f"{name}, seed {seed}")
             model = result.model
-            errors = evaluate(model, random_model, test_sets)
-            print(
-                f"  interpolation {errors['interpolation']:.4g}, "
-                f"extrapolation {errors['extrapolation']:.4g}"
-                + (" (diverged)" if result.divergence else "")
-            )
+            errors = evaluate(model)
             runs.append((errors, seed, model))
+            solved = sum(run[0]["extrapolation_error"] < SOLVED for run in runs)
+            strict = sum(run[0]["extrapolation_mse"] < threshold for run in runs)
+            records.append(
+                {
+                    "model": name,
+                    "seed": seed,
+                    **errors,
+                    "solved": bool(errors["extrapolation_error"] < SOLVED),
+                    "strict": bool(errors["extrapolation_mse"] < threshold),
+                    "selected": False,
+                    "diverged": result.divergence,
+                    "seconds": round(time.perf_counter() - run_start, 2),
+                    # After every epoch: the step, the loss and the errors then.
+                    "epochs": {
+                        "step": np.cumsum(epoch_steps(args))[: result.epochs].tolist(),
+                        **{k: result.history.get(k, []) for k in ("loss", *METRICS)},
+                    },
+                }
+            )
+            progress.update(
+                len(records),
+                {
+                    "interpolation": errors["interpolation_error"],
+                    "extrapolation": errors["extrapolation_error"],
+                    "solved so far": f"{solved}/{len(runs)}",
+                    "strict": f"{strict}/{len(runs)}",
+                },
+                what=f"{name}, seed {seed}"
+                + (", diverged" if result.divergence else ""),
+            )
         # Select by interpolation error only: extrapolation data stays unseen.
         errors, seed, model = min(
-            runs, key=lambda run: np.nan_to_num(run[0]["interpolation"], nan=np.inf)
+            runs,
+            key=lambda run: np.nan_to_num(run[0]["interpolation_error"], nan=np.inf),
         )
-        solved = sum(run[0]["extrapolation"] < SOLVED for run in runs)
-        strict = sum(run[0]["extrapolation MSE"] < threshold for run in runs)
         rows.append((name, errors, seed, solved, strict))
         selected[name] = model
+        for record in records:
+            if record["model"] == name and record["seed"] == seed:
+                record["selected"] = True
+    seconds = time.perf_counter() - start
 
     print(
         f"\nTest error for y = {symbol}, relative to a randomly initialized model "
@@ -243,16 +335,81 @@ def main(argv=None):
             *PAPER_TABLE_1[TABLE_KEYS[name]][args.operation]
         )
         print(
-            f"| {name} | {errors['interpolation']:13.4g} | "
-            f"{errors['extrapolation']:13.4g} | {seed:4d} | "
+            f"| {name} | {errors['interpolation_error']:13.4g} | "
+            f"{errors['extrapolation_error']:13.4g} | {seed:4d} | "
             f"{f'{solved}/{args.runs}':>6} | {f'{strict}/{args.runs}':>6} | "
             f"{paper:>11} |"
         )
-    print(f"\nTrained in {time.perf_counter() - start:.0f} s.")
+    print(f"\nTrained in {seconds:.0f} s.")
 
-    if "NALU-NALU" in selected and is_chief(strategy):
-        export_and_serve(selected["NALU-NALU"], task, test_sets, args)
+    if is_chief(strategy):
+        if "NALU-NALU" in selected:
+            export_and_serve(selected["NALU-NALU"], task, test_sets, args)
+        settings = {
+            **{k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+            "target": f"y = {symbol}",
+            "a_slice": [task.a_slice.start, task.a_slice.stop],
+            "b_slice": [task.b_slice.start, task.b_slice.stop],
+            "interpolation_range": task.interpolation_range,
+            "extrapolation_range": task.extrapolation_range,
+            "random_model_mse": random_mses,
+            "solved_below": SOLVED,
+            "strict_threshold": threshold,
+            "paper_table_1": {
+                name: PAPER_TABLE_1[TABLE_KEYS[name]][args.operation] for name in chosen
+            },
+            "seconds": round(seconds, 1),
+        }
+        save_json({"settings": settings, "runs": records}, args.json)
+        plot(records, symbol, args)
+        print(f"\nWrote {args.json} and {args.png}.")
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+
+
+def plot(records, symbol, args):
+    """Each run's test errors (paper's scale) after every epoch, a colour per
+    model, on a log axis: interpolation left, extrapolation right."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    colors = dict(zip(MODEL_KEYS.values(), ("tab:orange", "tab:blue"), strict=True))
+    floor = 1e-9  # errors below it are drawn at it (log axis)
+    for ax, split in zip(axes, SPLITS, strict=True):
+        labelled = set()
+        for record in records:
+            curve = np.asarray(record["epochs"][f"{split}_error"], dtype=float)
+            curve = np.where(np.isfinite(curve), np.maximum(curve, floor), np.nan)
+            name = record["model"]
+            ax.plot(
+                record["epochs"]["step"],
+                curve,
+                color=colors[name],
+                marker="o",
+                markersize=2.5,
+                linewidth=1.2,
+                alpha=0.8,
+                label=None if name in labelled else name,
+            )
+            labelled.add(name)
+        ax.axhline(100, color="0.5", linestyle=":", linewidth=1, label="random")
+        ax.set_yscale("log")
+        ax.set_title(f"{split} test error", fontsize=10)
+        ax.set_xlabel("training steps")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[1].axhline(SOLVED, color="0.3", linestyle="--", linewidth=1, label="solved")
+    axes[0].set_ylabel("error, paper's scale (100 = random)")
+    legend = {}  # below the plots, where no curve is
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(
+        legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=9
+    )
+    fig.suptitle(
+        f"Static task y = {symbol}: each run's test errors after every epoch",
+        fontsize=11,
+    )
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    save_png(fig, args.png)
 
 
 def export_and_serve(model, task, test_sets, args):

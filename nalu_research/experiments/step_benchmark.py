@@ -352,7 +352,7 @@ def print_table(results, backends):
         medians, ratios = result["ms_per_step"], result["ratios"]
         cells = [f"{medians[b]:.3g}" if b in medians else "-" for b in BACKENDS]
         cells += [
-            f"{ratios[f'tensorflow/{b}']:.2f}" if f"tensorflow/{b}" in ratios else "-"
+            f"{ratios[f'tensorflow/{b}']:.3g}" if f"tensorflow/{b}" in ratios else "-"
             for b in others
         ]
         print(f"| {MODELS[name]} | " + " | ".join(cells) + f" | {result['fastest']} |")

@@ -1,0 +1,202 @@
+"""What a long experiment shows while it runs and leaves behind: metrics
+evaluated after every epoch (`Evaluation`), TensorBoard scalars
+(`TensorBoardScalars`, `--tensorboard DIR`) and the PNG plot beside the JSON
+results (`png_path`, `save_png`).
+
+The progress lines themselves are `keras_nalu.training.Progress`, which
+`keras_nalu.training.fit` prints and the seed-batched engine updates.
+"""
+
+import argparse
+import importlib.util
+import io
+import json
+import math
+import numbers
+import sys
+from pathlib import Path
+
+import keras
+
+from keras_nalu.training import training_step
+
+INSTALL_RESEARCH = (
+    'install the research extra (pip install "keras-neural-arithmetic[research]"; '
+    "make test creates .venv-research with it)"
+)
+
+
+def add_output_arguments(parser, json_default, what="results", shown_default=None):
+    """Adds `--json` and `--png` (default: beside the JSON, with the suffix
+    .png; `png_path`) to `parser`; either refuses an existing folder.
+
+    `json_default` is the default path of `--json`, or `None` when the script
+    computes it after parsing, which `shown_default` then names in `--help`
+    (e.g. `"results/mnist_TASK_DATASET.json"`). `--tensorboard` comes with
+    `nalu_research.cli.add_training_arguments`.
+    """
+    parser.add_argument(
+        "--json",
+        type=output_file,
+        default=None if json_default is None else Path(json_default),
+        help=f"the {what} as JSON (default {shown_default or json_default})",
+    )
+    parser.add_argument(
+        "--png",
+        type=output_file,
+        default=None,
+        help="the plot (default: beside --json, with the suffix .png)",
+    )
+
+
+def output_file(text):
+    """argparse type: the path of a file to write (not an existing folder)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"expected a file, got the folder {text!r}")
+    return path
+
+
+def save_json(data, path):
+    """Writes `data` as indented JSON at `path`, creating its folder, through
+    a `.partial` file renamed at the end: never a half-written result."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=1, default=str))
+    partial.replace(path)
+
+
+def add_tensorboard_argument(parser):
+    """Adds `--tensorboard DIR` to `parser`."""
+    parser.add_argument(
+        "--tensorboard",
+        type=_log_dir,
+        default=None,
+        metavar="DIR",
+        help="write TensorBoard logs here, a folder per run: the loss and the "
+        "experiment's metrics at every evaluation, against the training step "
+        "(open them with `tensorboard --logdir DIR`)",
+    )
+
+
+def tensorboard(args, *run):
+    """`[TensorBoardScalars(DIR/run...)]` with `--tensorboard DIR`, else `[]`:
+    the callbacks to add, last, to a run named by the parts `run`."""
+    if args.tensorboard is None:
+        return []
+    return [TensorBoardScalars(Path(args.tensorboard).joinpath(*map(str, run)))]
+
+
+def _log_dir(text):
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"expected a folder for the TensorBoard logs, got the file {text!r}"
+        )
+    if importlib.util.find_spec("tensorboard") is None:
+        raise argparse.ArgumentTypeError(
+            f"writing TensorBoard logs needs the tensorboard package, which is "
+            f"not installed: {INSTALL_RESEARCH}"
+        )
+    return path
+
+
+def png_path(args):
+    """`--png`, or the path of `--json` with the suffix .png. Call it when
+    parsing: without matplotlib, which draws the plot, it exits at once with
+    status 2 and says so (not after the training)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        print(
+            f"{Path(sys.argv[0]).name}: error: the plot (--png) needs matplotlib, "
+            f"which is not installed: {INSTALL_RESEARCH}",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return Path(args.png) if args.png else Path(args.json).with_suffix(".png")
+
+
+def save_png(fig, path):
+    """Saves the matplotlib figure `fig` as a 256-colour PNG at `path` (small
+    enough to commit for the docs), creating its folder, and closes it."""
+    import matplotlib.pyplot as plt
+    from PIL import Image  # matplotlib needs Pillow, so it is there
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    Image.open(buffer).convert("RGB").quantize(256).save(
+        partial, format="png", optimize=True
+    )
+    partial.replace(path)  # never a half-written plot
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files, no screen)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+class Evaluation(keras.callbacks.Callback):
+    """Adds `evaluate(model)` (a dict of numbers) to the logs of every epoch.
+
+    `keras_nalu.training.fit` keeps what a callback adds to the logs in the
+    run's history (a resumed run too), its progress lines print it, and a
+    `TensorBoardScalars` after it in the callbacks writes it.
+    """
+
+    def __init__(self, evaluate):
+        super().__init__()
+        self.evaluate = evaluate
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs.update(self.evaluate(self.model))
+
+
+class TensorBoardScalars(keras.callbacks.Callback):
+    """Writes every number of an epoch's logs to TensorBoard, against the
+    training step (the optimizer's iterations) at the end of the epoch.
+
+    Keras's own `keras.callbacks.TensorBoard` closes its files at the end of
+    every `model.fit` call, and `keras_nalu.training.fit` calls `model.fit`
+    once per epoch (to checkpoint between them), so it would leave one events
+    file per epoch; this one keeps one file open for the whole run, and is
+    the same writer for the loops that are not `model.fit` (`write`).
+
+    Args:
+        log_dir: The run's folder (created when missing). A resumed run
+            writes a new events file beside the first; TensorBoard reads both.
+        prefix: Put before every tag, e.g. `"train/"`.
+    """
+
+    def __init__(self, log_dir, prefix=""):
+        super().__init__()
+        import tensorflow as tf
+
+        self._tf = tf
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.prefix = prefix
+        self._writer = tf.summary.create_file_writer(str(self.log_dir))
+
+    def write(self, step, values):
+        """Writes the finite numbers of `values` (`{tag: value}`) at `step`."""
+        with self._writer.as_default(step=int(step)):
+            for tag, value in values.items():
+                if isinstance(value, numbers.Real) and math.isfinite(value):
+                    self._tf.summary.scalar(self.prefix + tag, float(value))
+        self._writer.flush()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.write(training_step(self.model), logs or {})
+
+    def close(self):
+        self._writer.close()

@@ -57,6 +57,7 @@ BACKENDS = ("tensorflow", "jax", "torch")
 DEFAULTS = {
     "arithmetic_benchmark": "tensorflow",  # the engine's rows, below
     "demo": "tensorflow",
+    "first_contact": "tensorflow",  # the default backend, as a user meets it
     "identity_extrapolation": "tensorflow",
     "mnist_counting": "tensorflow",
     "mnist_parity": "tensorflow",

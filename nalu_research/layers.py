@@ -10,6 +10,7 @@ import keras
 from keras import ops
 
 from keras_nalu.layers import ConfiguredNALU
+from nalu_research import _checks
 
 _register = keras.saving.register_keras_serializable(package="nalu_research")
 
@@ -97,6 +98,82 @@ class LastToken(keras.layers.Layer):
         length = ops.sum(ops.cast(ops.not_equal(ids, 0), "int32"), axis=1)
         last = ops.maximum(length - 1, 0)
         return ops.take_along_axis(steps, last[:, None], axis=1)[:, 0]
+
+
+@_register
+class CheckedTokens(keras.layers.Layer):
+    """Token ids -> what a served text model says about them, and bounded ids.
+
+    For a batch of token ids `(batch, T)` as `keras.layers.TextVectorization`
+    gives them (0 pads at the end, `oov_id` is an unknown word), returns a
+    dict:
+
+    - `tokens`: int32 `(batch,)`, the words of each phrase (ids not 0);
+    - `unknown_tokens`: int32 `(batch,)`, its words equal to `oov_id`;
+    - `valid`: bool `(batch,)`, `tokens >= 1`, `unknown_tokens == 0` and
+      `tokens <= max_length`: a phrase a model of the language can read;
+    - `ids`: the ids cut to their first `max_length` columns, then padded
+      with one column of 0, `(batch, min(T, max_length) + 1)`.
+
+    The cut bounds what a model pays for a phrase: a 500-word one costs no
+    more than one of `max_length` words (it is invalid anyway). The padding
+    column gives a model at least one step, so a batch of empty phrases
+    (`T = 0`) still runs a recurrent layer; a causal model read at the last
+    real token (`LastToken`) predicts the same as without it.
+
+    Args:
+        max_length: The most tokens a valid phrase has (a positive integer).
+        oov_id: The id of an unknown word (an integer >= 1).
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from nalu_research.layers import CheckedTokens
+    >>> ids = np.array([[5, 3, 4], [1, 1, 0], [0, 0, 0]], "int32")
+    >>> checked = CheckedTokens(max_length=2)(ids)
+    >>> for key in ("tokens", "unknown_tokens", "valid", "ids"):
+    ...     print(key, keras.ops.convert_to_numpy(checked[key]).tolist())
+    tokens [3, 2, 0]
+    unknown_tokens [0, 2, 0]
+    valid [False, False, False]
+    ids [[5, 3, 0], [1, 1, 0], [0, 0, 0]]
+    """
+
+    def __init__(self, max_length, oov_id=1, **kwargs):
+        super().__init__(**kwargs)
+        self.max_length = _checks.positive_int("max_length", max_length)
+        self.oov_id = _checks.positive_int("oov_id", oov_id)
+
+    def call(self, inputs):
+        ids = ops.cast(inputs, "int32")
+        tokens = ops.sum(ops.cast(ops.not_equal(ids, 0), "int32"), axis=1)
+        unknown = ops.sum(ops.cast(ops.equal(ids, self.oov_id), "int32"), axis=1)
+        valid = ops.logical_and(
+            ops.logical_and(tokens >= 1, tokens <= self.max_length),
+            ops.equal(unknown, 0),
+        )
+        kept = ids[:, : self.max_length]
+        pad = ops.zeros((ops.shape(ids)[0], 1), "int32")  # also when T is 0
+        return {
+            "ids": ops.concatenate([kept, pad], axis=1),
+            "tokens": tokens,
+            "unknown_tokens": unknown,
+            "valid": valid,
+        }
+
+    def compute_output_spec(self, inputs):
+        batch, steps = inputs.shape[0], inputs.shape[1]
+        kept = None if steps is None else min(steps, self.max_length) + 1
+        return {
+            "ids": keras.KerasTensor((batch, kept), "int32"),
+            "tokens": keras.KerasTensor((batch,), "int32"),
+            "unknown_tokens": keras.KerasTensor((batch,), "int32"),
+            "valid": keras.KerasTensor((batch,), "bool"),
+        }
+
+    def get_config(self):
+        config = {"max_length": self.max_length, "oov_id": self.oov_id}
+        return {**super().get_config(), **config}
 
 
 @_register

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.processes import kill_when_written, tensorboard_scalars
+from tests.test_bad_input import serve_each_in_fresh_process
 from tests.test_configured_nalu import serve_in_fresh_process
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -81,12 +82,21 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     assert run_["curves"]["validation"][-1] == pytest.approx(run_["validation"])
 
     # The SavedModel takes text: tokenized inside the graph, no keras_nalu.
-    texts = [["five hundred and fifteen", "nine", "eighty eight"], ["zero"], ["nine"]]
-    served = serve_in_fresh_process(export_dir, texts, tmp_path)
-    assert [s.shape for s in served] == [(3,), (1,), (1,)]
-    assert all(np.all(np.isfinite(s)) for s in served)
+    # It returns a dict; "value" is NaN where "valid" is false.
+    texts = [["five hundred and fifteen", "nine", "eighty eight"], ["zero"], ["nine"],
+             ["zzz qqq", "", "nine " * 500]]  # fmt: skip
+    served = serve_each_in_fresh_process([(export_dir, t, "string") for t in texts])
+    values = [np.array(s["value"]) for s in served]
+    assert [v.shape for v in values] == [(3,), (1,), (1,), (3,)]
+    assert all(np.all(np.isfinite(v)) for v in values[:3])
+    assert all(s["valid"] == [True] * len(s["valid"]) for s in served[:3])
     # The same text served alone or in a batch (padding does not leak).
-    np.testing.assert_allclose(served[2], served[0][1:2], rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(values[2], values[0][1:2], rtol=1e-5, atol=1e-4)
+    # Unknown words, an empty and an over-long phrase: flagged, no number.
+    assert served[3]["valid"] == [False, False, False]
+    assert served[3]["unknown_tokens"] == [2, 0, 0]
+    assert served[3]["tokens"] == [2, 0, 500]
+    assert np.all(np.isnan(values[3]))
 
 
 @pytest.mark.research  # plots with matplotlib

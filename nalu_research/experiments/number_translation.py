@@ -56,7 +56,7 @@ from nalu_research.cli import (  # noqa: E402
     report,
     steps_per_execution,
 )
-from nalu_research.layers import LastToken, SummedStates  # noqa: E402
+from nalu_research.layers import CheckedTokens, LastToken, SummedStates  # noqa: E402
 from nalu_research.monitoring import (  # noqa: E402
     Evaluation,
     add_output_arguments,
@@ -67,6 +67,7 @@ from nalu_research.monitoring import (  # noqa: E402
     tensorboard,
 )
 from nalu_research.tasks.number_words import (  # noqa: E402
+    MAX_LENGTH,
     PAPER_FIGURE_3,
     PAPER_TABLE_3,
     VOCABULARY,
@@ -563,9 +564,36 @@ def plot(chosen, figure, figure_model, args):
     save_png(fig, args.png)
 
 
-def export(model, queries, args):
-    """Exports `model` as a SavedModel that takes a batch of strings."""
-    # The served model: strings in, numbers out; tokenized inside the graph.
+def text_model(model):
+    """The served model: a batch of strings -> a dict that says which were read.
+
+    `model` maps token ids `(batch, T)` to the last token's prediction
+    `(batch,)` (`build_models`). The strings are tokenized inside the graph
+    (`TextVectorization` over `VOCABULARY`: 0 pads, 1 is an unknown word) and
+    checked by `CheckedTokens`. Outputs, each of shape `(batch,)`:
+
+    - `value`: float32, the prediction, NaN when the phrase is not valid;
+    - `valid`: bool, every word known, at least one and at most `MAX_LENGTH`
+      (5, the longest expression of 0-999);
+    - `tokens`: int32, the words of the phrase;
+    - `unknown_tokens`: int32, its words outside `VOCABULARY`.
+
+    `model` reads at most `MAX_LENGTH` tokens and one padding step: a phrase
+    of 500 words costs it no more than a valid one, a batch of empty phrases
+    still runs, and a valid phrase gets the prediction `model` gives its ids.
+
+    Example:
+
+    >>> from nalu_research.experiments.number_translation import (
+    ...     build_models, text_model)
+    >>> ((_, model),) = build_models("nalu", 4, [0])
+    >>> out = text_model(model)(np.array(["nine", "zzz qqq", ""]))
+    >>> {k: keras.ops.convert_to_numpy(out[k]).tolist()
+    ...  for k in ("valid", "tokens", "unknown_tokens")}
+    {'valid': [True, False, False], 'tokens': [1, 2, 0], 'unknown_tokens': [0, 2, 0]}
+    >>> np.isnan(keras.ops.convert_to_numpy(out["value"])).tolist()
+    [False, True, True]
+    """
     text = keras.Input((), dtype="string", name="text")
     vectorize = keras.layers.TextVectorization(
         vocabulary=list(VOCABULARY),
@@ -574,17 +602,33 @@ def export(model, queries, args):
         output_mode="int",
         name="tokenize",
     )
-    text_model = keras.Model(text, model(vectorize(text)), name="number_words")
-    sample = np.array(queries + ["five hundred and fifteen", "zero"])
-    path = export_saved_model(text_model, args.export_dir, sample)
+    checked = CheckedTokens(MAX_LENGTH, name="check")(vectorize(text))
+    prediction = model(checked["ids"])
+    value = keras.ops.where(
+        checked["valid"], prediction, keras.ops.full_like(prediction, np.nan)
+    )
+    outputs = {
+        "value": value,
+        "valid": checked["valid"],
+        "tokens": checked["tokens"],
+        "unknown_tokens": checked["unknown_tokens"],
+    }
+    return keras.Model(text, outputs, name="number_words")
+
+
+def export(model, queries, args):
+    """Exports `text_model(model)` as a SavedModel that takes a batch of strings."""
+    sample = np.array(queries + ["five hundred and fifteen", "zero", "zzz", ""])
+    path = export_saved_model(text_model(model), args.export_dir, sample)
     import tensorflow as tf
 
     served = tf.saved_model.load(str(path))
-    numbers = served.serve(tf.constant(["five hundred and fifteen", "nine"]))
+    out = served.serve(tf.constant(["five hundred and fifteen", "nine", "zzz"]))
     print(
         f"Exported the best model to {path}/ (verified); "
-        "tf.saved_model.load(path).serve(['five hundred and fifteen', 'nine']) "
-        f"= {np.round(np.asarray(numbers), 2).tolist()}"
+        "tf.saved_model.load(path).serve(['five hundred and fifteen', 'nine', "
+        f"'zzz']): value {np.round(out['value'].numpy(), 2).tolist()}, "
+        f"valid {out['valid'].numpy().tolist()}"
     )
 
 

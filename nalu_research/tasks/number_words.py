@@ -80,6 +80,10 @@ def number_to_words(n):
     return " ".join(words)
 
 
+# Tokens of the longest expression ("three hundred and thirty four": 5).
+MAX_LENGTH = max(len(number_to_words(n).split()) for n in range(LARGEST + 1))
+
+
 def words_to_number(text):
     """The number an expression of `number_to_words` names (its inverse).
 
@@ -198,9 +202,7 @@ class NumberWords:
     def __init__(self, seed=0):
         self.seed = _checks.non_negative_int("seed", seed)
         self.numbers = split_numbers(self.seed)
-        self.max_length = max(
-            len(number_to_words(n).split()) for n in range(LARGEST + 1)
-        )
+        self.max_length = MAX_LENGTH
 
     def split(self, name):
         """`(texts, token ids, targets)` of split `name`; targets are float32."""

@@ -1,0 +1,368 @@
+"""First contact: every unit of the package, and Dense, as a new user meets them.
+
+One layer, `UNIT(1)`, on two inputs learns `a + b`, `a - b`, `a * b`, `a / b`
+or `a * b` of signed inputs (`nalu_research.tasks.first_contact`) the way a
+user writes it: 4,096 training examples, `model.fit` with Adam at 0.01 and
+batches of 64 for 100 epochs, the squared error, the layers' default
+arguments. It is then tested on numbers about 100 times larger than any seen
+in training, by the relative error `mean |y_hat - y| / mean |y|`, after 20
+epochs and at the end; "<= 1e-6" and "<= 1e-4" count the seeds whose
+extrapolation error is that small at the end. The table answers "which unit
+should I use?".
+
+The seeds of a row train side by side: one Keras model holds a copy of the
+layer per seed, each built right after `keras.utils.set_random_seed(seed)`,
+with a loss per copy. The copies share no weight, Adam's update is
+elementwise and the losses add, so each copy trains exactly as it would
+alone on the same batches (tested); the seeds differ in their initial
+weights, and every seed sees the same training set in the same orders.
+
+A line per model (an operation and a unit, all its seeds) shows the median
+errors and the time left; `--tensorboard DIR` logs each seed's loss and
+errors after every epoch (DIR/OPERATION/UNIT); the results go to `--json`
+(default results/first_contact.json) and a plot beside it. A killed run
+resumes from its checkpoints (`keras_nalu.training.fit`).
+
+    python examples/first_contact.py                          # every row
+    python examples/first_contact.py --units NAC NAU --operations a+b a-b
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU  # noqa: E402
+from keras_nalu.distribute import is_chief  # noqa: E402
+from keras_nalu.training import Progress, fit  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    Checkpoints,
+    add_backend_argument,
+    add_training_arguments,
+    create_strategy,
+    positive_float,
+    positive_int,
+    report,
+    steps_per_execution,
+)
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
+)
+from nalu_research.tasks.first_contact import (  # noqa: E402
+    EXTRAPOLATION_RANGE,
+    OPERATIONS,
+    TRAIN_RANGES,
+    relative_error,
+    sample,
+)
+
+# The rows: each unit as a user first writes it, `UNIT(1)`.
+UNITS = {
+    "Dense": lambda: keras.layers.Dense(1),
+    "NAC": lambda: NAC(1),
+    "NALU": lambda: NALU(1),
+    "NAU": lambda: NAU(1),
+    "NMU": lambda: NMU(1),
+    "NMRU": lambda: NMRU(1),
+    "iNALU": lambda: INALU(1),
+}
+THRESHOLDS = (1e-6, 1e-4)  # the "solved" columns, on the extrapolation error
+EARLY_EPOCH = 20  # the first error column
+TEST_SIZE = 2000
+STEPS_PER_EXECUTION = 16
+SPLITS = ("interpolation", "extrapolation")
+# The arguments that change a row's training: a checkpoint resumes only with them.
+TRAINING_ARGUMENTS = (
+    "examples",
+    "batch_size",
+    "learning_rate",
+    "eval_every",
+    "backend",
+)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--operations", nargs="+", default=list(OPERATIONS), choices=list(OPERATIONS)
+    )
+    parser.add_argument("--units", nargs="+", default=list(UNITS), choices=list(UNITS))
+    parser.add_argument(
+        "--seeds", type=positive_int, default=10, help="seeds 0..N-1 per row"
+    )
+    parser.add_argument("--epochs", type=positive_int, default=100)
+    parser.add_argument(
+        "--eval-every",
+        type=positive_int,
+        default=10,
+        help="epochs between evaluations (and checkpoints); the errors after "
+        f"{EARLY_EPOCH} epochs are read when {EARLY_EPOCH} is one of them "
+        "(default %(default)s)",
+    )
+    parser.add_argument("--examples", type=positive_int, default=4096)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--learning-rate", type=positive_float, default=0.01)
+    add_output_arguments(parser, "results/first_contact.json")
+    add_training_arguments(parser, "first_contact")
+    add_backend_argument(parser, "first_contact")
+    args = parser.parse_args(argv)
+    args.png = png_path(args)
+    return args
+
+
+def build_model(unit, seeds):
+    """A model of one input `(batch, 2)` and one output per seed, the
+    copy of `UNITS[unit]` built right after `set_random_seed(seed)`."""
+    x = keras.Input((2,), name="x")
+    outputs = []
+    for seed in seeds:
+        keras.utils.set_random_seed(seed)
+        layer = UNITS[unit]()
+        outputs.append(keras.layers.Identity(name=f"seed_{seed}")(layer(x)))
+    return keras.Model(x, outputs, name=unit)
+
+
+def evaluated_epochs(args):
+    """The epochs after which the models are evaluated and checkpointed:
+    every `--eval-every`, and the last."""
+    return [*range(args.eval_every, args.epochs, args.eval_every), args.epochs]
+
+
+def epoch_data(x, y, outputs, args, seed):
+    """`data_fn(i)` for `training.fit`, whose epoch `i` is the passes over the
+    training set up to the `i`-th evaluation: each pass in its own order,
+    drawn from `(seed, pass)` (the same after a resume), the targets once
+    per output."""
+    import tensorflow as tf
+
+    ends = evaluated_epochs(args)
+
+    def data_fn(i):
+        passes = range(ends[i - 1] if i else 0, ends[i])
+        order = np.concatenate(
+            [np.random.default_rng((seed, e)).permutation(len(x)) for e in passes]
+        )
+        targets = tuple(y[order] for _ in range(outputs))
+        return tf.data.Dataset.from_tensor_slices((x[order], targets)).batch(
+            args.batch_size
+        )
+
+    return len(ends), data_fn
+
+
+def predictions(model, x):
+    """Each seed's prediction on `x`, a list of `(n, 1)` arrays."""
+    outputs = model(x, training=False)
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    return [keras.ops.convert_to_numpy(o) for o in outputs]
+
+
+def seed_errors(seeds, tests):
+    """`Evaluation` after every epoch: each seed's relative error on each
+    test set, `<split>/seed_<seed>`, and their median, `<split>_median`."""
+
+    def evaluate(model):
+        values = {}
+        for split, (x, y) in tests.items():
+            errors = [relative_error(p, y) for p in predictions(model, x)]
+            values.update(
+                {f"{split}/seed_{s}": e for s, e in zip(seeds, errors, strict=True)}
+            )
+            values[f"{split}_median"] = float(np.median(errors))
+        return values
+
+    return Evaluation(evaluate)
+
+
+def train_row(operation, unit, seeds, data, tests, args, strategy, checkpoint_dir):
+    """Trains the seeds of one row side by side; returns the `training.fit`
+    result."""
+    x, y = data
+    evaluations, data_fn = epoch_data(x, y, len(seeds), args, seed=0)
+    keras.utils.set_random_seed(0)
+    return fit(
+        lambda: build_model(unit, seeds),
+        data_fn,
+        loss=["mse"] * len(seeds),
+        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+        epochs=evaluations,
+        strategy=strategy,
+        checkpoint_dir=checkpoint_dir,
+        config={
+            "operation": operation,
+            "unit": unit,
+            "seeds": list(seeds),
+            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+        },
+        callbacks=[
+            seed_errors(seeds, tests),
+            *tensorboard(args, operation.replace(" ", "_"), unit),
+        ],
+        steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
+        verbose=0,
+    )
+
+
+def row_results(history, seeds, args):
+    """Each seed's errors after `EARLY_EPOCH` epochs (when evaluated then and
+    trained longer) and at the end, from the run's history."""
+    ends = evaluated_epochs(args)
+    marks = {"final": len(ends) - 1}
+    if EARLY_EPOCH in ends[:-1]:
+        marks = {"early": ends.index(EARLY_EPOCH), **marks}
+    return {
+        mark: {
+            split: [history[f"{split}/seed_{s}"][i] for s in seeds] for split in SPLITS
+        }
+        for mark, i in marks.items()
+    }
+
+
+def fmt(value):
+    return f"{value:.1e}" if np.isfinite(value) else "inf"
+
+
+def cell(values):
+    values = np.asarray(values)
+    return f"{fmt(np.median(values))} [{fmt(values.min())}, {fmt(values.max())}]"
+
+
+def print_tables(rows, args):
+    early = EARLY_EPOCH in evaluated_epochs(args)[:-1]
+    heads = ([f"after {EARLY_EPOCH} epochs"] if early else []) + [
+        f"after {args.epochs} epochs"
+    ]
+    print(
+        "\nExtrapolation error mean |y_hat - y| / mean |y| on inputs 100 times "
+        "larger than in training:\nthe median over the seeds, [min, max]; the "
+        f"seeds at most 1e-6 and 1e-4 after {args.epochs} epochs.\n"
+    )
+    for operation in args.operations:
+        low, high = TRAIN_RANGES[operation]
+        print(
+            f"{operation}: trained on U[{low:g}, {high:g}], tested on "
+            f"{'+-' if operation.startswith('signed') else ''}"
+            f"U[{EXTRAPOLATION_RANGE[0]:g}, {EXTRAPOLATION_RANGE[1]:g}]\n"
+        )
+        print("| unit | " + " | ".join(heads) + " | <= 1e-6 | <= 1e-4 |")
+        print("|---" * (len(heads) + 3) + "|")
+        for row in rows:
+            if row["operation"] != operation:
+                continue
+            marks = [row["errors"]["early"]] if early else []
+            marks.append(row["errors"]["final"])
+            cells = [cell(m["extrapolation"]) for m in marks]
+            final = np.asarray(row["errors"]["final"]["extrapolation"])
+            counts = [f"{int(np.sum(final <= t))}/{len(final)}" for t in THRESHOLDS]
+            name = row["unit"] + (" (diverged)" if row["diverged"] else "")
+            print(f"| {name} | " + " | ".join(cells + counts) + " |")
+        print()
+
+
+def plot(rows, args):
+    plt = pyplot()
+    operations = args.operations
+    fig, axes = plt.subplots(
+        1, len(operations), figsize=(2.6 * len(operations) + 1, 3.6), sharey=True
+    )
+    axes = np.atleast_1d(axes)
+    for ax, operation in zip(axes, operations, strict=True):
+        mine = [r for r in rows if r["operation"] == operation]
+        for i, row in enumerate(mine):
+            values = np.asarray(row["errors"]["final"]["extrapolation"], dtype=float)
+            shown = np.clip(np.nan_to_num(values, nan=1e3, posinf=1e3), 1e-9, 1e3)
+            ax.scatter(np.full(len(shown), i), shown, s=9, alpha=0.5, color="C0")
+            ax.plot([i - 0.3, i + 0.3], [np.median(shown)] * 2, color="C3", lw=2)
+        ax.set_xticks(range(len(mine)), [r["unit"] for r in mine], rotation=60)
+        ax.set_yscale("log")
+        ax.set_ylim(1e-9, 2e3)
+        for threshold in THRESHOLDS:
+            ax.axhline(threshold, color="0.6", lw=0.8, ls=":")
+        ax.set_title(operation, fontsize=10)
+    axes[0].set_ylabel("extrapolation error (relative)")
+    fig.suptitle(
+        f"One layer, {args.epochs} epochs of model.fit: each seed (dots), the "
+        "median (bar); dotted at 1e-6 and 1e-4",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    save_png(fig, args.png)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    strategy = create_strategy(args)
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    seeds = list(range(args.seeds))
+    print(
+        f"One layer UNIT(1) on two inputs, {args.examples} training examples, "
+        f"model.fit with Adam {args.learning_rate:g}, batch {args.batch_size}, "
+        f"{args.epochs} epochs, seeds {seeds[0]}-{seeds[-1]} side by side; "
+        f"{keras.backend.backend()} backend.\n"
+    )
+    rows = []
+    progress = Progress(len(args.operations) * len(args.units), done=0, unit="model")
+    start = time.perf_counter()
+    for operation in args.operations:
+        data = sample(operation, args.examples, "train", seed=0)
+        tests = {
+            "interpolation": sample(operation, TEST_SIZE, "train", seed=1),
+            "extrapolation": sample(operation, TEST_SIZE, "extrapolation", seed=2),
+        }
+        for unit in args.units:
+            folder = checkpoints(operation.replace(" ", "_"), unit)
+            result = train_row(
+                operation, unit, seeds, data, tests, args, strategy, folder
+            )
+            report(result, f"{operation} {unit}")
+            errors = row_results(result.history, seeds, args)
+            rows.append(
+                {"operation": operation, "unit": unit, "errors": errors,
+                 "diverged": result.divergence,
+                 "median_curves": {
+                     split: result.history[f"{split}_median"] for split in SPLITS
+                 }}
+            )  # fmt: skip
+            progress.update(
+                len(rows),
+                {
+                    f"median extrapolation error{f' at {e}' if e else ''}": np.median(
+                        errors[mark]["extrapolation"]
+                    )
+                    for mark, e in (("early", EARLY_EPOCH), ("final", None))
+                    if mark in errors
+                },
+                what=f"{operation} {unit}"
+                + (", diverged" if result.divergence else ""),
+            )
+    seconds = time.perf_counter() - start
+    print_tables(rows, args)
+    print(
+        f"Trained {len(rows)} models of {len(seeds)} seeds in {seconds:.0f} s on "
+        f"the {keras.backend.backend()} backend."
+    )
+    if is_chief(strategy):
+        plot(rows, args)
+        settings = {k: v for k, v in vars(args).items() if k != "strategy"}
+        save_json(
+            {"settings": {**settings, "test_size": TEST_SIZE, "thresholds": THRESHOLDS,
+                          "seconds": round(seconds, 1)},
+             "rows": rows},
+            args.json,
+        )  # fmt: skip
+        print(f"Wrote {args.json} and {args.png}.")
+    checkpoints.remove()
+    return 0

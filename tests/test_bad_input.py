@@ -1,0 +1,253 @@
+"""What every exported model serves for bad input, from a process that
+imports neither `keras_nalu` nor `nalu_research`: the number-word model
+reports unknown words and empty or over-long phrases (`valid` false, `value`
+NaN), and every model's signature rejects a wrong dtype or shape with an
+error that names the TensorSpec it expects."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from keras_nalu import export_saved_model
+from nalu_research.experiments import (
+    demo,
+    number_translation,
+    program_evaluation,
+    static_arithmetic,
+)
+from nalu_research.layers import CheckedTokens
+from nalu_research.tasks import mnist
+from nalu_research.tasks.number_words import encode
+from nalu_research.tasks.program_evaluation import TOKENS
+
+_SERVE = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("keras_nalu", "nalu_research"):
+                raise ImportError(f"{name} must not be imported when serving")
+
+    sys.meta_path.insert(0, Block())
+    import tensorflow as tf
+
+    def plain(outputs):
+        if isinstance(outputs, dict):
+            return {key: value.numpy().tolist() for key, value in outputs.items()}
+        return outputs.numpy().tolist()
+
+    results = []
+    for model_dir, values, dtype in json.loads(sys.stdin.read()):
+        loaded = tf.saved_model.load(model_dir)
+        try:
+            results.append(plain(loaded.serve(tf.constant(values, dtype))))
+        except Exception as error:  # what a client sees
+            results.append({"error": type(error).__name__, "message": str(error)})
+    print(json.dumps(results))
+    """
+)
+
+
+def serve_each_in_fresh_process(cases):
+    """`[serve(tf.constant(values, dtype)) or {"error", "message"}, ...]` for
+    `cases` of `(model_dir, values, dtype)`, in a fresh process."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(
+        [sys.executable, "-c", _SERVE],
+        input=json.dumps([[str(p), v, d] for p, v, d in cases]),
+        capture_output=True, text=True, env=env, cwd="/",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def _positive(*shape):
+    return np.random.default_rng(0).uniform(1.0, 3.0, shape).astype("float32")
+
+
+VALID = ["five hundred and fifteen", "nine", "eighty eight", "zero"]
+# (name, served text) of the number-word model.
+PHRASES = {
+    "unknown": ["zzz qqq"],
+    "empty beside valid": ["", "nine"],
+    "only empty": ["", ""],
+    "over-long": ["nine " * 500, "nine"],
+    "valid": VALID,
+}
+
+
+def _float_models():
+    """`{kind: (model, sample, wrong shape)}` as each experiment exports it,
+    small."""
+    program = np.zeros((2, 5, 1 + len(TOKENS)), "float32")
+    program[:, :, 0] = [[1, 2, 3, 4, 5], [10, 20, 30, 40, 50]]
+    program[:, np.arange(5), 1] = 1.0
+    counting, _, _ = mnist.sequence_model("nac", "count", (8, 8, 1), features=8)
+    nalu = demo.MODELS["a*b"]["NALU (paper)"]
+    return {
+        "demo": (
+            keras.Sequential([keras.Input((2,)), *nalu()]),
+            _positive(3, 2),
+            (3, 3),
+        ),
+        "static": (
+            static_arithmetic.build_models(100)["NALU-NALU"](),
+            _positive(3, 100),
+            (3, 99),
+        ),
+        "program": (
+            program_evaluation.build_model("nalu", 8, 5),
+            program,
+            (2, 6, 1 + len(TOKENS)),
+        ),
+        "mnist": (counting, _positive(2, 3, 8, 8, 1) / 3.0, (2, 3, 9, 8, 1)),
+    }
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """Every model exported to a temporary folder and served, once, in one
+    fresh process: `{"words": {name: output}, "keras": {name: value},
+    "errors": {(kind, "dtype" | "shape"): error}, "specs": {kind: spec}}`."""
+    folder = tmp_path_factory.mktemp("bad_input")
+    keras.utils.set_random_seed(0)
+    ((_, words_model),) = number_translation.build_models("nalu", 4, [0])
+    text_model = number_translation.text_model(words_model)
+    path = export_saved_model(text_model, folder / "words", np.array(VALID + [""]))
+    cases = [(path, texts, "string") for texts in PHRASES.values()]
+    cases += [(path, [1, 2], "int32"), (path, [["nine"]], "string")]
+    specs = {"words": "TensorSpec(shape=(None,), dtype=tf.string"}
+    for kind, (model, sample, wrong_shape) in _float_models().items():
+        path = export_saved_model(model, folder / kind, sample)
+        shape = (None, *sample.shape[1:])
+        if kind == "mnist":
+            shape = (None, None, *sample.shape[2:])
+        specs[kind] = f"TensorSpec(shape={shape}, dtype=tf.float32"
+        cases.append((path, sample.astype("float64").tolist(), "float64"))
+        cases.append((path, np.ones(wrong_shape).tolist(), "float32"))
+    results = serve_each_in_fresh_process(cases)
+    words = dict(zip(PHRASES, results, strict=False))
+    errors = {}
+    for i, kind in enumerate(specs):
+        start = len(PHRASES) + 2 * i
+        errors[(kind, "dtype")], errors[(kind, "shape")] = results[start : start + 2]
+    keras_values = {
+        phrase: keras.ops.convert_to_numpy(words_model(encode([phrase])))[0]
+        for phrase in VALID
+    }
+    return {"words": words, "keras": keras_values, "errors": errors, "specs": specs}
+
+
+def test_unknown_words_are_counted_and_make_the_phrase_invalid(served):
+    out = served["words"]["unknown"]
+    assert out["unknown_tokens"] == [2] and out["tokens"] == [2]
+    assert out["valid"] == [False] and np.isnan(out["value"][0])
+
+
+def test_an_empty_phrase_beside_a_valid_one_is_invalid_and_leaves_it_alone(served):
+    out = served["words"]["empty beside valid"]
+    assert out["tokens"] == [0, 1] and out["unknown_tokens"] == [0, 0]
+    assert out["valid"] == [False, True] and np.isnan(out["value"][0])
+    np.testing.assert_allclose(out["value"][1], served["keras"]["nine"], atol=1e-5)
+
+
+def test_a_batch_of_only_empty_phrases_serves(served):
+    out = served["words"]["only empty"]
+    assert "error" not in out, out.get("message", "")[:500]
+    assert out["tokens"] == [0, 0] and out["valid"] == [False, False]
+    assert np.all(np.isnan(out["value"]))
+
+
+def test_an_over_long_phrase_is_invalid(served):
+    out = served["words"]["over-long"]
+    assert out["tokens"] == [500, 1] and out["unknown_tokens"] == [0, 0]
+    assert out["valid"] == [False, True] and np.isnan(out["value"][0])
+    np.testing.assert_allclose(out["value"][1], served["keras"]["nine"], atol=1e-5)
+
+
+def test_valid_phrases_serve_the_keras_models_values(served):
+    out = served["words"]["valid"]
+    assert out["valid"] == [True] * len(VALID)
+    assert out["tokens"] == [len(p.split()) for p in VALID]
+    want = [served["keras"][phrase] for phrase in VALID]
+    np.testing.assert_allclose(out["value"], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["words", "demo", "static", "program", "mnist"])
+@pytest.mark.parametrize("wrong", ["dtype", "shape"])
+def test_a_wrong_dtype_or_shape_is_refused_naming_the_expected_spec(
+    served, kind, wrong
+):
+    error = served["errors"][(kind, wrong)]
+    assert error.get("error") == "TypeError", error
+    assert f"to {served['specs'][kind]}" in error["message"], error["message"]
+
+
+# CheckedTokens, the layer that does the number-word model's checks.
+
+
+def _checked(ids, **kwargs):
+    out = CheckedTokens(**kwargs)(np.array(ids, "int32"))
+    return {k: keras.ops.convert_to_numpy(v).tolist() for k, v in out.items()}
+
+
+def test_checked_tokens_counts_words_and_unknown_ones_by_hand():
+    out = _checked([[5, 1, 7, 0], [1, 0, 0, 0], [3, 4, 0, 0], [0, 0, 0, 0]],
+                   max_length=2)  # fmt: skip
+    assert out["tokens"] == [3, 1, 2, 0]
+    assert out["unknown_tokens"] == [1, 1, 0, 0]
+    assert out["valid"] == [False, False, True, False]
+    # Cut to max_length columns, then one column of padding.
+    assert out["ids"] == [[5, 1, 0], [1, 0, 0], [3, 4, 0], [0, 0, 0]]
+
+
+def test_checked_tokens_bounds_the_ids_a_model_reads():
+    assert np.shape(_checked(np.full((2, 500), 9), max_length=5)["ids"]) == (2, 6)
+    assert np.shape(_checked(np.zeros((3, 0)), max_length=5)["ids"]) == (3, 1)
+    assert _checked([[2, 7]], max_length=5, oov_id=7)["unknown_tokens"] == [1]
+
+
+def test_checked_tokens_symbolic_shapes_match_eager_ones():
+    ids = keras.Input((None,), dtype="int32")
+    out = CheckedTokens(5)(ids)
+    assert {k: (v.shape, v.dtype) for k, v in out.items()} == {
+        "ids": ((None, None), "int32"), "tokens": ((None,), "int32"),
+        "unknown_tokens": ((None,), "int32"), "valid": ((None,), "bool"),
+    }  # fmt: skip
+    assert CheckedTokens(5)(keras.Input((3,), dtype="int32"))["ids"].shape == (None, 4)
+
+
+def test_checked_tokens_config_round_trips_through_json():
+    layer = CheckedTokens(4, oov_id=3, name="check")
+    config = json.loads(json.dumps(keras.saving.serialize_keras_object(layer)))
+    restored = keras.saving.deserialize_keras_object(config)
+    assert restored.get_config() == layer.get_config()
+    assert (restored.max_length, restored.oov_id) == (4, 3)
+
+
+def test_checked_tokens_model_saves_and_reloads(tmp_path):
+    ids = keras.Input((None,), dtype="int32")
+    model = keras.Model(ids, CheckedTokens(2)(ids))
+    model.save(tmp_path / "checked.keras")
+    reloaded = keras.saving.load_model(tmp_path / "checked.keras")
+    x = np.array([[2, 3, 4], [1, 0, 0]], "int32")
+    for key, value in model(x).items():
+        np.testing.assert_array_equal(reloaded(x)[key], value)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"max_length": 0}, {"max_length": 2.5}, {"max_length": 5, "oov_id": 0}]
+)
+def test_invalid_checked_tokens_arguments_raise(kwargs):
+    name, value = list(kwargs.items())[-1]
+    with pytest.raises(ValueError, match=f"Received: {name}={value!r}"):
+        CheckedTokens(**kwargs)

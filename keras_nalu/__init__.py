@@ -3,7 +3,9 @@
 `NAC` and `NALU` are layers, `NACCell` and `NALUCell` their recurrent cells
 for `keras.layers.RNN`; `NAU`, `NMU`, `INALU` and `NMRU` are the stabler,
 sign-aware and dividing units published since; `keras_nalu.ops` holds the
-math they share; `export_saved_model` writes a verified TensorFlow SavedModel;
+math they share; `snap_weights` rounds a trained model's arithmetic weights to
+exact values and verifies the result; `export_saved_model` writes a verified
+TensorFlow SavedModel;
 `keras_nalu.training.fit` trains resumably on any `tf.distribute` strategy.
 
 The experiments of the paper live in a separate package, `nalu_research`,
@@ -24,6 +26,7 @@ from keras_nalu.layers import (
     NACCell,
     NALUCell,
 )
+from keras_nalu.snapping import snap_weights
 
 __version__ = "0.2.0"
 
@@ -41,4 +44,5 @@ __all__ = [
     "export_saved_model",
     "initializers",
     "ops",
+    "snap_weights",
 ]

@@ -85,10 +85,15 @@ def nau(x, w):
 
 
 def _gated_product(x, w):
-    """`prod_i (x_i * W_ij + 1 - W_ij)` over the input axis, broadcast like matmul."""
+    """`prod_i (x_i * W_ij + (1 - W_ij))` over the input axis, broadcast like matmul.
+
+    `1 - W` is formed first: with `W = 1` the factor is `x_i` exactly, where
+    `(x_i + 1) - 1` would lose the digits of a small `x_i` (a reciprocal
+    `1 / 500` kept 4 of float32's 7).
+    """
     x = ops.convert_to_tensor(x)
     w = w[..., None, :, :]  # (..., 1, in, out) against x (..., batch, in, 1)
-    return ops.prod(x[..., :, None] * w + 1.0 - w, axis=-2)
+    return ops.prod(x[..., :, None] * w + (1.0 - w), axis=-2)
 
 
 def nmu(x, w):

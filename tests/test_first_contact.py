@@ -111,14 +111,24 @@ def test_example_smoke_run(tmp_path):
         if line.startswith("| N")
         for cells in [[c.strip() for c in line.strip("|").split("|")]]
     }
-    assert set(rows) == set(names)
     saved = json.loads((tmp_path / "fc.json").read_text())
+    assert set(rows) == set(names) | {
+        (r["operation"], f"{r['unit']} + snap_weights "
+         f"({sum(r['snapped']['verified'])}/2 verified)")
+        for r in saved["rows"]
+    }  # fmt: skip
     for row in saved["rows"]:
         final = row["errors"]["final"]["extrapolation"]
         cells = rows[(row["operation"], row["unit"])]
         assert cells[1].startswith(f"{np.median(final):.1e}")
         assert cells[3] == f"{sum(e <= 1e-4 for e in final)}/2"
         assert row["median_curves"]["extrapolation"][-1] == np.median(final)
+        # Snapped where verified, else the trained copy's own error.
+        snapped = row["snapped"]
+        for verified, error, trained in zip(
+            snapped["verified"], snapped["extrapolation"], final, strict=True
+        ):
+            assert error <= 1e-4 if verified else error == pytest.approx(trained)
     assert (tmp_path / "fc.png").stat().st_size > 1000  # beside the JSON
     assert not (tmp_path / "ckpt").exists()
     # TensorBoard: a run per model, each seed's loss and errors per evaluation.

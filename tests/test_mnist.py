@@ -7,7 +7,8 @@ import pytest
 from nalu_research.tasks import mnist
 
 # tensorflow-datasets and scikit-learn: run in the research environment.
-pytestmark = pytest.mark.research
+# One xdist worker runs this file: its module fixture is built once.
+pytestmark = [pytest.mark.research, pytest.mark.xdist_group("test_mnist")]
 tfds = pytest.importorskip("tensorflow_datasets")
 
 

@@ -114,3 +114,17 @@ def test_functions_broadcast_over_a_leading_seed_axis(weights):
     for s in range(4):
         one = nalu_ops.nalu(x[s], nalu_ops.nac_weight(w_hat[s], m_hat[s]), g[s])
         np.testing.assert_allclose(stacked[s], to_np(one), rtol=1e-5)
+
+
+def test_a_factor_with_weight_one_keeps_every_digit_of_a_small_input():
+    # A snapped NMRU dividing by 500 multiplies by 1/500 = 0.002: formed as
+    # (0.002 + 1) - 1 in float32 it would keep 4 digits.
+    x = np.array([[600.0, 1 / 500.0, 1e-6]], "float32")
+    w = np.ones((3, 1), "float32")
+    got = ops.convert_to_numpy(nalu_ops.nmu(x, w))[0, 0]
+    assert got == np.float32(600.0) * np.float32(1 / 500.0) * np.float32(1e-6)
+    divide = np.array([[1.0], [0.0], [0.0], [1.0]], "float32")  # a * (1 / b)
+    quotient = nalu_ops.nmru(np.array([[600.0, 500.0]], "float32"), divide)
+    assert ops.convert_to_numpy(quotient)[0, 0] == np.float32(600.0) * np.float32(
+        1 / np.float32(500.0)
+    )

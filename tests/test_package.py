@@ -33,9 +33,15 @@ PUBLIC_API = {
     "export_saved_model": "keras_nalu.export",
     "initializers": "keras_nalu.initializers",
     "ops": "keras_nalu.ops",
+    "snap_weights": "keras_nalu.snapping",
 }
 # Public modules a user imports by name, beside the top-level ones.
-PUBLIC_MODULES = ("keras_nalu.training", "keras_nalu.distribute", "keras_nalu.layers")
+PUBLIC_MODULES = (
+    "keras_nalu.training",
+    "keras_nalu.distribute",
+    "keras_nalu.layers",
+    "keras_nalu.snapping",
+)
 
 
 def _module_of(value):

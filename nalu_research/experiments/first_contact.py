@@ -36,7 +36,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU  # noqa: E402
+from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, snap_weights  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
@@ -77,6 +77,10 @@ UNITS = {
     "iNALU": lambda: INALU(1),
 }
 THRESHOLDS = (1e-6, 1e-4)  # the "solved" columns, on the extrapolation error
+# The rows whose trained models `keras_nalu.snap_weights` also snaps, the
+# largest error it lets through on its own check sets, and their size.
+SNAPPABLE = ("NAC", "NALU", "NAU", "NMU", "NMRU", "iNALU")
+SNAP_RTOL = 1e-4
 EARLY_EPOCH = 20  # the first error column
 TEST_SIZE = 2000
 STEPS_PER_EXECUTION = 16
@@ -216,6 +220,33 @@ def train_row(operation, unit, seeds, data, tests, args, strategy, checkpoint_di
     )
 
 
+def check_sets(operation):
+    """What `snap_weights` verifies a snapped model on: fresh samples of the
+    training range and of the extrapolation range (not the test sets)."""
+    return {
+        "held-out": sample(operation, TEST_SIZE, "train", seed=3),
+        "extrapolation": sample(operation, TEST_SIZE, "extrapolation", seed=4),
+    }
+
+
+def snapped_errors(model, seeds, checks, tests):
+    """Each seed's copy snapped by `keras_nalu.snap_weights` and verified on
+    `checks`: `{"verified": [bool], split: [error]}`, the error of the
+    snapped copy where it was verified, else of the trained copy (what a
+    user keeps when `snap_weights` refuses)."""
+    result = {"verified": [], **{split: [] for split in tests}}
+    for i, _ in enumerate(seeds):
+        copy = keras.Model(model.inputs, model.outputs[i])
+        try:
+            copy, _ = snap_weights(copy, checks, rtol=SNAP_RTOL)
+            result["verified"].append(True)
+        except ValueError:
+            result["verified"].append(False)
+        for split, (x, y) in tests.items():
+            result[split].append(relative_error(predictions(copy, x)[0], y))
+    return result
+
+
 def row_results(history, seeds, args):
     """Each seed's errors after `EARLY_EPOCH` epochs (when evaluated then and
     trained longer) and at the end, from the run's history."""
@@ -265,11 +296,32 @@ def print_tables(rows, args):
             marks = [row["errors"]["early"]] if early else []
             marks.append(row["errors"]["final"])
             cells = [cell(m["extrapolation"]) for m in marks]
-            final = np.asarray(row["errors"]["final"]["extrapolation"])
-            counts = [f"{int(np.sum(final <= t))}/{len(final)}" for t in THRESHOLDS]
             name = row["unit"] + (" (diverged)" if row["diverged"] else "")
-            print(f"| {name} | " + " | ".join(cells + counts) + " |")
+            print(f"| {name} | " + " | ".join(cells + counts(marks[-1])) + " |")
+            if "snapped" in row:
+                snapped = row["snapped"]
+                verified = sum(snapped["verified"])
+                print(
+                    f"| {row['unit']} + snap_weights ({verified}/"
+                    f"{len(snapped['verified'])} verified) | "
+                    + " | ".join(
+                        ["-"] * (len(heads) - 1)
+                        + [cell(snapped["extrapolation"])]
+                        + counts(snapped)
+                    )
+                    + " |"
+                )
         print()
+    print(
+        "'+ snap_weights': each seed's trained layer snapped to exact weights "
+        "by keras_nalu.snap_weights,\nkept where it fits fresh samples of both "
+        f"ranges within {SNAP_RTOL:g} (verified), else the trained layer.\n"
+    )
+
+
+def counts(errors):
+    final = np.asarray(errors["extrapolation"])
+    return [f"{int(np.sum(final <= t))}/{len(final)}" for t in THRESHOLDS]
 
 
 def plot(rows, args):
@@ -336,6 +388,10 @@ def main(argv=None):
                      split: result.history[f"{split}_median"] for split in SPLITS
                  }}
             )  # fmt: skip
+            if unit in SNAPPABLE:
+                rows[-1]["snapped"] = snapped_errors(
+                    result.model, seeds, check_sets(operation), tests
+                )
             progress.update(
                 len(rows),
                 {

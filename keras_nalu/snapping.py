@@ -1,0 +1,174 @@
+"""Exact weights: snap a trained arithmetic model to the values it approaches.
+
+A unit that has learned `a + b` holds weights near 1 and 0, but a NAC's
+`tanh(w_hat) * sigmoid(m_hat)` reaches 1 only in the limit and gradient
+descent stops short of it, so the model extrapolates with a small relative
+error that grows no smaller with more data. `snap_weights` rounds each
+unit's effective weights to the exact values they approach and keeps the
+result only if it still fits data the caller gives, typically held-out data
+of the training range and a sample of the range to extrapolate to.
+
+What each unit snaps to:
+
+- `NAC`, `NACCell` and the paths of `NALU`, `NALUCell` and `INALU`:
+  `W = tanh(w_hat) * sigmoid(m_hat)` to -1, 0 or 1 (`w_hat = +-SATURATION`,
+  `m_hat = SATURATION`, or `w_hat = 0`: exactly those values in float32 and
+  float64).
+- The NALU gate `sigmoid(x @ G)`: `G` is scaled by `GATE_SCALE`, so a gate
+  that was decided on an input (`|x @ G| > SATURATION / GATE_SCALE`) is
+  exactly open or closed; the iNALU's gate `sigmoid(g)` to 0 or 1.
+- `NAU` to -1, 0 or 1; `NMU` and `NMRU` to 0 or 1.
+
+Other layers (`Dense`, ...) are kept as they are; a `ConfiguredNALU`, whose
+weights a controller sets per example, cannot be snapped (a clear error).
+"""
+
+import keras
+import numpy as np
+
+from keras_nalu import _validation
+from keras_nalu.layers import INALU, NAC, NALU, NAU, NMU, ConfiguredNALU
+
+# tanh(40) and sigmoid(40) round to exactly 1 in float32 and in float64.
+SATURATION = 40.0
+GATE_SCALE = 1e4
+# A snapped model may be worse than the original by float32 rounding only.
+NOISE = 1e-6
+
+
+def snap_weights(model, data, *, rtol=1e-5):
+    """Returns a copy of `model` with exact arithmetic weights, verified.
+
+    The copy (`keras.models.clone_model` with the trained weights) has each
+    unit's effective weights rounded to the exact values listed in
+    `keras_nalu.snapping`. It is returned only if on every data set its
+    relative error `mean |y_hat - y| / mean |y|` is at most `rtol` and no
+    worse than the original model's (beyond float32 rounding, `NOISE`);
+    `model` itself is never changed.
+
+    Args:
+        model: A built `keras.Model` of one input and one output.
+        data: `{name: (x, y)}`, the sets to verify the snapped model on, e.g.
+            `{"held-out": (x1, y1), "extrapolation": (x2, y2)}`, or one
+            `(x, y)` pair.
+        rtol: Positive float, the largest relative error allowed
+            (keyword-only).
+
+    Returns:
+        `(snapped_model, report)`: `report` maps each data set's name to
+        `{"before": error, "after": error}`.
+
+    Raises:
+        ValueError: If the snapped model misses `rtol` or does worse than
+            `model` on a set (the message gives every set's errors: the
+            model had not learned exact arithmetic), or for invalid
+            arguments.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from keras_nalu import NAC
+    >>> from keras_nalu.snapping import snap_weights
+    >>> model = keras.Sequential([keras.Input((2,)), NAC(1)])
+    >>> model.layers[0].set_weights([np.array([[2.0], [3.0]]), np.full((2, 1), 5.0)])
+    >>> x = np.array([[1e3, 2e3], [5.0, -7.0]])
+    >>> y = x.sum(axis=1, keepdims=True)
+    >>> snapped, report = snap_weights(model, {"large": (x, y)})
+    >>> keras.ops.convert_to_numpy(snapped.layers[0].effective_kernel).ravel()
+    array([1., 1.], dtype=float32)
+    >>> report["large"]["after"]
+    0.0
+    """
+    if not isinstance(model, keras.Model) or not model.built:
+        raise ValueError(
+            "Received an invalid value for `model`, expected a built keras.Model. "
+            f"Received: model={model!r}"
+        )
+    rtol = _validation.positive_float("rtol", rtol)
+    if isinstance(data, tuple):
+        data = {"data": data}
+    if not isinstance(data, dict) or not data:
+        raise ValueError(
+            "Received an invalid value for `data`, expected {name: (x, y)} or "
+            f"one (x, y) pair. Received: data of type {type(data).__name__}"
+            + (" (empty)" if isinstance(data, dict) else "")
+        )
+    snapped = keras.models.clone_model(model)
+    snapped.set_weights(model.get_weights())
+    for layer in _layers(snapped):
+        _snap(layer)
+    report = {
+        name: {"before": _error(model, x, y), "after": _error(snapped, x, y)}
+        for name, (x, y) in data.items()
+    }
+    failed = {
+        name: r
+        for name, r in report.items()
+        if not (r["after"] <= rtol and r["after"] <= max(r["before"], NOISE))
+    }
+    if failed:
+        errors = "; ".join(
+            f"{name}: {r['before']:.3g} before, {r['after']:.3g} after"
+            for name, r in report.items()
+        )
+        raise ValueError(
+            f"The snapped model does not fit {sorted(failed)} within rtol={rtol:g} "
+            f"(relative errors {errors}): the model has not learned exact "
+            "arithmetic; train it longer, or keep its weights as they are."
+        )
+    return snapped, report
+
+
+def _layers(layer):
+    """Every layer inside `layer` (models and RNN cells included)."""
+    if isinstance(layer, keras.layers.RNN):
+        yield layer.cell
+    elif isinstance(layer, keras.Model):
+        for inner in layer.layers:
+            yield from _layers(inner)
+    else:
+        yield layer
+
+
+def _snap(layer):
+    if isinstance(layer, ConfiguredNALU):
+        raise ValueError(
+            f"Cannot snap the weights of {layer.name!r}, a ConfiguredNALU: its "
+            "controller sets its arithmetic weights per example."
+        )
+    if isinstance(layer, NAC):  # NACCell, NALU, NALUCell, INALU
+        _snap_nac(layer.w_hat, layer.m_hat)
+        if isinstance(layer, INALU):
+            _snap_nac(layer.mul_w_hat, layer.mul_m_hat)
+            _assign(layer.gate, SATURATION * np.sign(_numpy(layer.gate)))
+        elif isinstance(layer, NALU):
+            if not layer.tied_weights:
+                _snap_nac(layer.mul_w_hat, layer.mul_m_hat)
+            _assign(layer.gate_kernel, GATE_SCALE * _numpy(layer.gate_kernel))
+    elif isinstance(layer, (NAU, NMU)):  # NMRU is an NMU
+        w = np.clip(_numpy(layer.kernel), layer.low, layer.high)
+        _assign(layer.kernel, np.round(w))
+
+
+def _snap_nac(w_hat, m_hat):
+    """Sets `tanh(w_hat) * sigmoid(m_hat)` to the nearest of -1, 0 and 1."""
+    w = np.tanh(_numpy(w_hat)) / (1.0 + np.exp(-_numpy(m_hat)))
+    target = np.round(w)
+    _assign(w_hat, SATURATION * target)
+    _assign(m_hat, np.full_like(target, SATURATION))
+
+
+def _assign(variable, value):
+    variable.assign(np.asarray(value).astype(variable.dtype))
+
+
+def _numpy(variable):
+    return keras.ops.convert_to_numpy(variable).astype(np.float64)
+
+
+def _error(model, x, y):
+    y_hat = keras.ops.convert_to_numpy(model(x, training=False)).astype(np.float64)
+    y = np.asarray(y, dtype=np.float64).reshape(y_hat.shape)
+    if not np.all(np.isfinite(y_hat)):
+        return float("inf")
+    return float(np.mean(np.abs(y_hat - y)) / np.mean(np.abs(y)))

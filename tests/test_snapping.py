@@ -1,0 +1,184 @@
+"""keras_nalu.snap_weights: exact weights for units that learned near them,
+verified, and a clear refusal for those that did not."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_nalu import (
+    INALU,
+    NAC,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    ConfiguredNALU,
+    NACCell,
+    snap_weights,
+)
+from keras_nalu.snapping import SATURATION
+
+pytestmark = pytest.mark.backends
+
+RNG = np.random.default_rng(0)
+SMALL = RNG.uniform(1, 10, (256, 2)).astype("float32")
+LARGE = RNG.uniform(100, 1000, (256, 2)).astype("float32")
+
+
+def numpy(tensor):
+    return keras.ops.convert_to_numpy(tensor)
+
+
+def relative_error(model, x, y):
+    y_hat = numpy(model(x)).astype(np.float64)
+    return float(np.mean(np.abs(y_hat - y)) / np.mean(np.abs(y)))
+
+
+def sets(operation):
+    x64 = {
+        name: x.astype(np.float64) for name, x in (("small", SMALL), ("large", LARGE))
+    }
+    return {name: (x, operation(x[:, :1], x[:, 1:])) for name, x in x64.items()}
+
+
+def model_of(*layers, inputs=2):
+    return keras.Sequential([keras.Input((inputs,)), *layers])
+
+
+def near(value, size, spread=0.02):
+    """`value` off by up to `spread`: what training leaves."""
+    return (value + RNG.uniform(-spread, spread, size)).astype("float32")
+
+
+def latent_for(w):
+    """`(w_hat, m_hat)` with `tanh(w_hat) * sigmoid(m_hat) == w`, |w| < 0.99."""
+    m_hat = np.full_like(w, 6.0)
+    return np.arctanh(w * (1 + np.exp(-m_hat))).astype("float32"), m_hat
+
+
+def test_a_nac_near_a_sum_snaps_to_the_exact_sum():
+    model = model_of(NAC(1))
+    w = near(np.array([[1.0], [-1.0]]), (2, 1)) * 0.97
+    model.layers[0].set_weights(latent_for(w))
+    before = [v.copy() for v in model.get_weights()]
+    data = sets(np.subtract)
+    snapped, report = snap_weights(model, data)
+    np.testing.assert_array_equal(
+        numpy(snapped.layers[0].effective_kernel), [[1], [-1]]
+    )
+    assert report["large"]["before"] > 1e-3 and report["large"]["after"] < 1e-6
+    assert relative_error(snapped, LARGE, data["large"][1]) < 1e-6
+    for got, want in zip(model.get_weights(), before, strict=True):
+        np.testing.assert_array_equal(got, want)  # the original is untouched
+
+
+def test_a_nalu_near_a_product_snaps_its_weights_and_its_gate():
+    model = model_of(NALU(1))
+    w = near(np.ones((2, 1)), (2, 1)) * 0.97
+    layer = model.layers[0]
+    layer.w_hat.assign(latent_for(w)[0])
+    layer.m_hat.assign(latent_for(w)[1])
+    layer.gate_kernel.assign(np.full((2, 1), -0.8, "float32"))  # mostly closed
+    data = sets(np.multiply)
+    snapped, report = snap_weights(model, data, rtol=1e-5)
+    assert report["large"]["before"] > 1e-2
+    assert report["small"]["after"] < 1e-5 and report["large"]["after"] < 1e-5
+
+
+def test_an_nau_nmu_stack_snaps_to_the_exact_formula():
+    model = model_of(NAU(2), NMU(1), inputs=3)
+    model.layers[0].kernel.assign(near(np.array([[1, 0], [1, 0], [0, 1]]), (3, 2)))
+    model.layers[1].kernel.assign(near(np.array([[1.0], [1.0]]), (2, 1)))
+    x = RNG.uniform(-50, 50, (128, 3))
+    y = (x[:, :1] + x[:, 1:2]) * x[:, 2:]
+    snapped, report = snap_weights(model, {"signed": (x.astype("float32"), y)})
+    assert report["signed"]["after"] < 1e-6
+    np.testing.assert_array_equal(numpy(snapped.layers[1].effective_kernel), [[1], [1]])
+
+
+def test_an_nmru_snaps_to_a_quotient():
+    model = model_of(NMRU(1))
+    # Rows: a, b, 1/a, 1/b: a / b keeps a and 1/b.
+    model.layers[0].kernel.assign(near(np.array([[1.0], [0.0], [0.0], [1.0]]), (4, 1)))
+    snapped, report = snap_weights(model, sets(np.divide))
+    assert report["large"]["after"] < 1e-6
+
+
+def test_an_inalu_snaps_its_paths_and_its_gate():
+    model = model_of(INALU(1))
+    layer = model.layers[0]
+    w = near(np.ones((2, 1)), (2, 1)) * 0.97
+    for w_hat, m_hat in (
+        (layer.w_hat, layer.m_hat),
+        (layer.mul_w_hat, layer.mul_m_hat),
+    ):
+        w_hat.assign(latent_for(w)[0])
+        m_hat.assign(latent_for(w)[1])
+    layer.gate.assign(np.array([3.0], "float32"))  # the additive path
+    snapped, report = snap_weights(model, sets(np.add))
+    np.testing.assert_array_equal(numpy(snapped.layers[0].gate), [SATURATION])
+    assert report["large"]["after"] < 1e-6
+
+
+def test_a_counting_cell_snaps_and_counts_to_a_thousand_exactly():
+    model = keras.Sequential([keras.Input((None, 1)), keras.layers.RNN(NACCell(1))])
+    cell = model.layers[0].cell
+    # Kernel rows: the input, then the state; both near 1.
+    w = near(np.ones((2, 1)), (2, 1)) * 0.97
+    cell.w_hat.assign(latent_for(w)[0])
+    cell.m_hat.assign(latent_for(w)[1])
+    ones = np.ones((2, 1000, 1), "float32")
+    snapped, _ = snap_weights(model, {"length 1000": (ones, np.full((2, 1), 1000.0))})
+    np.testing.assert_array_equal(numpy(snapped(ones)), [[1000.0], [1000.0]])
+
+
+def test_a_model_that_did_not_learn_the_operation_is_refused_with_its_errors():
+    model = model_of(NAC(1))
+    model.layers[0].set_weights(latent_for(np.array([[0.55], [0.4]])))
+    with pytest.raises(ValueError) as error:
+        snap_weights(model, sets(np.add))
+    message = str(error.value)
+    assert "does not fit ['large', 'small'] within rtol=1e-05" in message
+    assert "large: " in message and " before, " in message and " after" in message
+
+
+def test_snapping_never_makes_a_model_worse():
+    # Weights near 0.5 round to 1 or 0: worse than the unsnapped model, even
+    # where the tolerance would let it pass.
+    model = model_of(NAC(1))
+    model.layers[0].set_weights(latent_for(np.array([[0.51], [0.51]])))
+    x = SMALL.astype(np.float64)
+    with pytest.raises(ValueError, match="does not fit"):
+        snap_weights(model, {"half": (x, 0.51 * x.sum(1, keepdims=True))}, rtol=10.0)
+
+
+def test_a_snapped_model_saves_and_reloads(tmp_path):
+    model = model_of(NAU(2), NMU(1))
+    model.layers[0].kernel.assign(near(np.array([[1.0, 0.0], [0.0, 1.0]]), (2, 2)))
+    model.layers[1].kernel.assign(near(np.ones((2, 1)), (2, 1)))
+    snapped, _ = snap_weights(model, sets(np.multiply))
+    snapped.save(tmp_path / "snapped.keras")
+    reloaded = keras.saving.load_model(tmp_path / "snapped.keras")
+    np.testing.assert_array_equal(numpy(reloaded(LARGE)), numpy(snapped(LARGE)))
+
+
+@pytest.mark.parametrize(
+    "model, data, rtol, message",
+    [
+        ("not a model", (SMALL, SMALL[:, :1]), 1e-5, "`model`, expected a built"),
+        ("nac", [SMALL, SMALL[:, :1]], 1e-5, "`data`, .* Received: data of type list$"),
+        ("nac", {}, 1e-5, "`data`, .* Received: data of type dict \\(empty\\)"),
+        ("nac", (SMALL, SMALL[:, :1]), 0.0, "`rtol`"),
+    ],
+)
+def test_invalid_arguments_raise(model, data, rtol, message):
+    model = model_of(NAC(1)) if model == "nac" else model
+    with pytest.raises(ValueError, match=message):
+        snap_weights(model, data, rtol=rtol)
+
+
+def test_a_configured_nalu_cannot_be_snapped():
+    values, control = keras.Input((2,)), keras.Input((3,))
+    model = keras.Model([values, control], ConfiguredNALU(1)([values, control]))
+    with pytest.raises(ValueError, match="'configured_nalu'.*controller sets"):
+        snap_weights(model, {"x": ([SMALL, SMALL[:, :1].repeat(3, 1)], SMALL[:, :1])})

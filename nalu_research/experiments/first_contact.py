@@ -338,6 +338,19 @@ def plot(rows, args):
             shown = np.clip(np.nan_to_num(values, nan=1e3, posinf=1e3), 1e-9, 1e3)
             ax.scatter(np.full(len(shown), i), shown, s=9, alpha=0.5, color="C0")
             ax.plot([i - 0.3, i + 0.3], [np.median(shown)] * 2, color="C3", lw=2)
+            if "snapped" in row:
+                snapped = np.asarray(row["snapped"]["extrapolation"], dtype=float)
+                snapped = np.clip(
+                    np.nan_to_num(snapped, nan=1e3, posinf=1e3), 1e-9, 1e3
+                )
+                ax.scatter(
+                    [i + 0.25],
+                    [np.median(snapped)],
+                    marker="v",
+                    s=30,
+                    color="C2",
+                    label="snapped (median)",
+                )
         ax.set_xticks(range(len(mine)), [r["unit"] for r in mine], rotation=60)
         ax.set_yscale("log")
         ax.set_ylim(1e-9, 2e3)
@@ -345,9 +358,13 @@ def plot(rows, args):
             ax.axhline(threshold, color="0.6", lw=0.8, ls=":")
         ax.set_title(operation, fontsize=10)
     axes[0].set_ylabel("extrapolation error (relative)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        unique = dict(zip(labels, handles, strict=True))
+        fig.legend(unique.values(), unique.keys(), loc="upper right", fontsize=8)
     fig.suptitle(
         f"One layer, {args.epochs} epochs of model.fit: each seed (dots), the "
-        "median (bar); dotted at 1e-6 and 1e-4",
+        "median (bar), snapped by snap_weights (triangle); dotted at 1e-6 and 1e-4",
         fontsize=9,
     )
     fig.tight_layout()

@@ -23,8 +23,9 @@ def export_saved_model(
 ):
     """Exports `model` as a TensorFlow SavedModel at `path`, or leaves all as it was.
 
-    The model is written with `model.export(format="tf_saved_model")` into a
-    staging folder beside `path`, loaded back with `tf.saved_model.load`, and
+    The model is written by Keras's `ExportArchive` (on JAX by
+    `model.export(format="tf_saved_model")`) into a staging folder beside
+    `path`, loaded back with `tf.saved_model.load`, and
     served on `sample_input` (and on its first row alone, a batch of one).
     Only when the served outputs match the in-memory model's within
     `rtol`/`atol` is the folder moved to `path`. On any failure before that
@@ -36,7 +37,11 @@ def export_saved_model(
 
     The SavedModel needs neither Keras nor `keras_nalu` to serve: its
     `serve` endpoint (also the `serving_default` signature, for
-    `saved_model_cli` and TF Serving) takes a batch of any size.
+    `saved_model_cli` and TF Serving) takes a batch of any size. A wrong
+    dtype or shape is refused with an error naming the expected one: `serve`
+    refuses it when binding its inputs, and the signature, which binds only
+    dtypes, checks shapes with `tf.ensure_shape` before the model runs (on
+    the TensorFlow backend; a JAX export is Keras's own `model.export`).
 
     Args:
         model: A built `keras.Model`.
@@ -127,10 +132,8 @@ def export_saved_model(
                 verbose=False,
                 jax2tf_kwargs={"with_gradient": False},
             )
-        elif jit_compile:
-            _export_compiled(model, exported)
         else:
-            model.export(str(exported), format="tf_saved_model", verbose=False)
+            _export_checked(model, exported, jit_compile)
         _verify(exported, samples, expected, rtol, atol)
         _move_into_place(exported, path, staging / "previous")
         moved = True
@@ -142,13 +145,22 @@ def export_saved_model(
     return path
 
 
-def _export_compiled(model, folder):
-    """Writes `model` with a `serve` endpoint compiled by XLA."""
+def _export_checked(model, folder, jit_compile):
+    """Writes `model` with a `serve` endpoint (also the `serving_default`
+    signature) that checks the shape of its inputs, compiled by XLA with
+    `jit_compile`.
+
+    `serve` itself refuses a wrong dtype or shape when it binds its inputs;
+    the signature, which `saved_model_cli` and TF Serving call, checks only
+    dtypes, so the function starts with `tf.ensure_shape`: a wrong shape
+    fails there with a message that names the expected shape, not inside
+    the model's first layer.
+    """
     import tensorflow as tf
 
     specs = []
     for tensor in model.inputs:
-        if any(dim is None for dim in tuple(tensor.shape)[1:]):
+        if jit_compile and any(dim is None for dim in tuple(tensor.shape)[1:]):
             raise ValueError(
                 "Received jit_compile=True for a model whose input shape "
                 f"{tuple(tensor.shape)} has unknown dimensions besides the "
@@ -158,12 +170,17 @@ def _export_compiled(model, folder):
         specs.append(tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name))
 
     def serve(*inputs):
-        return model(inputs[0] if len(inputs) == 1 else list(inputs), training=False)
+        inputs = [
+            tf.ensure_shape(x, spec.shape)
+            for x, spec in zip(inputs, specs, strict=True)
+        ]
+        return model(inputs[0] if len(inputs) == 1 else inputs, training=False)
 
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint(
-        "serve", tf.function(serve, jit_compile=True, input_signature=specs)
+        "serve",
+        tf.function(serve, jit_compile=jit_compile or None, input_signature=specs),
     )
     archive.write_out(str(folder), verbose=False)
 

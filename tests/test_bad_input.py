@@ -48,10 +48,16 @@ _SERVE = textwrap.dedent(
         return outputs.numpy().tolist()
 
     results = []
-    for model_dir, values, dtype in json.loads(sys.stdin.read()):
+    for model_dir, values, dtype, how in json.loads(sys.stdin.read()):
         loaded = tf.saved_model.load(model_dir)
         try:
-            results.append(plain(loaded.serve(tf.constant(values, dtype))))
+            x = tf.constant(values, dtype)
+            if how == "signature":  # as saved_model_cli and TF Serving call it
+                signature = loaded.signatures["serving_default"]
+                (name,) = signature.structured_input_signature[1]
+                results.append(plain(signature(**{name: x})))
+            else:
+                results.append(plain(loaded.serve(x)))
         except Exception as error:  # what a client sees
             results.append({"error": type(error).__name__, "message": str(error)})
     print(json.dumps(results))
@@ -61,12 +67,14 @@ _SERVE = textwrap.dedent(
 
 def serve_each_in_fresh_process(cases):
     """`[serve(tf.constant(values, dtype)) or {"error", "message"}, ...]` for
-    `cases` of `(model_dir, values, dtype)`, in a fresh process."""
+    `cases` of `(model_dir, values, dtype[, "serve" or "signature"])`, in a
+    fresh process: through the `serve` endpoint or the `serving_default`
+    signature."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     env.pop("PYTHONPATH", None)
     result = subprocess.run(
         [sys.executable, "-c", _SERVE],
-        input=json.dumps([[str(p), v, d] for p, v, d in cases]),
+        input=json.dumps([[str(c[0]), *c[1:3], (*c[3:], "serve")[0]] for c in cases]),
         capture_output=True, text=True, env=env, cwd="/",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
@@ -137,12 +145,18 @@ def served(tmp_path_factory):
         specs[kind] = f"TensorSpec(shape={shape}, dtype=tf.float32"
         cases.append((path, sample.astype("float64").tolist(), "float64"))
         cases.append((path, np.ones(wrong_shape).tolist(), "float32"))
+    signed = [
+        (folder / kind, np.ones(wrong_shape).tolist(), "float32", "signature")
+        for kind, (_, _, wrong_shape) in _float_models().items()
+    ]
+    cases += [(folder / "words", [["nine"]], "string", "signature"), *signed]
     results = serve_each_in_fresh_process(cases)
     words = dict(zip(PHRASES, results, strict=False))
     errors = {}
     for i, kind in enumerate(specs):
         start = len(PHRASES) + 2 * i
         errors[(kind, "dtype")], errors[(kind, "shape")] = results[start : start + 2]
+        errors[(kind, "signature shape")] = results[len(PHRASES) + 2 * len(specs) + i]
     keras_values = {
         phrase: keras.ops.convert_to_numpy(words_model(encode([phrase])))[0]
         for phrase in VALID
@@ -193,6 +207,17 @@ def test_a_wrong_dtype_or_shape_is_refused_naming_the_expected_spec(
     error = served["errors"][(kind, wrong)]
     assert error.get("error") == "TypeError", error
     assert f"to {served['specs'][kind]}" in error["message"], error["message"]
+
+
+@pytest.mark.parametrize("kind", ["words", "demo", "static", "program", "mnist"])
+def test_the_serving_signature_refuses_a_wrong_shape_naming_the_expected_one(
+    served, kind
+):
+    # `saved_model_cli` and TF Serving call the signature, which binds only
+    # dtypes: `export_saved_model` checks the shape first (tf.ensure_shape).
+    error = served["errors"][(kind, "signature shape")]
+    assert error.get("error") == "InvalidArgumentError", error
+    assert "is not compatible with expected shape" in error["message"], error
 
 
 # CheckedTokens, the layer that does the number-word model's checks.

@@ -99,6 +99,10 @@ def test_static_arithmetic_demo_rejects_bad_arguments(tmp_path):
     assert "--steps must be a positive integer" in result.stderr
 
 
+# Slow (three runs of the example, about 35 s): `make test` keeps the
+# resume of training.fit in-process (tests/test_training.py) and end to end
+# through the demo and program evaluation; run it with `pytest -m slow`.
+@pytest.mark.slow
 @pytest.mark.research  # plots with matplotlib
 def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_path):
     def command(name):

@@ -169,17 +169,19 @@ def test_failed_verification_leaves_the_previous_model_and_no_partial_files(
     assert snapshot(tmp_path) == before
 
 
-def test_interrupted_export_leaves_the_previous_model_and_no_partial_files(tmp_path):
+def test_interrupted_export_leaves_the_previous_model_and_no_partial_files(
+    tmp_path, monkeypatch
+):
     path = export_saved_model(static_model(), tmp_path / "model")
     before = snapshot(tmp_path)
     model = static_model()
 
-    def export_then_crash(filepath, **kwargs):
-        Path(filepath).mkdir()
-        (Path(filepath) / "saved_model.pb").write_bytes(b"half written")
+    def export_then_crash(model, folder, jit_compile):
+        Path(folder).mkdir()
+        (Path(folder) / "saved_model.pb").write_bytes(b"half written")
         raise KeyboardInterrupt
 
-    model.export = export_then_crash
+    monkeypatch.setattr(keras_nalu.export, "_export_checked", export_then_crash)
     with pytest.raises(KeyboardInterrupt):
         export_saved_model(model, path)
     assert snapshot(tmp_path) == before
@@ -189,19 +191,19 @@ def test_mismatching_export_is_detected(tmp_path, monkeypatch):
     model = static_model()
     x = np.ones((2, 4), "float32")
     model(x)
-    real_export = model.export
+    real_export = keras_nalu.export._export_checked
 
-    def export_other_weights(filepath, **kwargs):
+    def export_other_weights(model, folder, jit_compile):
         original = [w.numpy() for w in model.weights]
         for w in model.weights:
             w.assign(w.numpy() + 1.0)
         try:
-            real_export(filepath, **kwargs)
+            real_export(model, folder, jit_compile)
         finally:
             for w, value in zip(model.weights, original, strict=True):
                 w.assign(value)
 
-    model.export = export_other_weights
+    monkeypatch.setattr(keras_nalu.export, "_export_checked", export_other_weights)
     with pytest.raises(RuntimeError, match="does not reproduce the model"):
         export_saved_model(model, tmp_path / "model", x)
     assert list(tmp_path.iterdir()) == []

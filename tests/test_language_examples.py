@@ -99,6 +99,10 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     assert np.all(np.isnan(values[3]))
 
 
+# Slow (three runs of the example, about 35 s): `make test` keeps the
+# resume of training.fit in-process (tests/test_training.py) and end to end
+# through the demo and program evaluation; run it with `pytest -m slow`.
+@pytest.mark.slow
 @pytest.mark.research  # plots with matplotlib
 def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path):
     # A seed whose best step came before the kill: the resumed run must keep

@@ -179,6 +179,7 @@ def test_invalid_arguments_raise(model, data, rtol, message):
 
 def test_a_configured_nalu_cannot_be_snapped():
     values, control = keras.Input((2,)), keras.Input((3,))
-    model = keras.Model([values, control], ConfiguredNALU(1)([values, control]))
-    with pytest.raises(ValueError, match="'configured_nalu'.*controller sets"):
+    configured = ConfiguredNALU(1, name="configured")
+    model = keras.Model([values, control], configured([values, control]))
+    with pytest.raises(ValueError, match="'configured', a ConfiguredNALU.*controller"):
         snap_weights(model, {"x": ([SMALL, SMALL[:, :1].repeat(3, 1)], SMALL[:, :1])})

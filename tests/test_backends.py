@@ -17,9 +17,6 @@ import pytest
 
 from tests.test_export import serve_in_fresh_process
 
-# One xdist worker runs this file: its module fixture is built once.
-pytestmark = pytest.mark.xdist_group("test_backends")
-
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("tensorflow", "jax", "torch")
 

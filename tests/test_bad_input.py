@@ -26,9 +26,6 @@ from nalu_research.tasks import mnist
 from nalu_research.tasks.number_words import encode
 from nalu_research.tasks.program_evaluation import TOKENS
 
-# One xdist worker runs this file: its module fixture is built once.
-pytestmark = pytest.mark.xdist_group("test_bad_input")
-
 _SERVE = textwrap.dedent(
     """
     import json

@@ -14,9 +14,6 @@ import pytest
 from nalu_research.experiments import demo
 from tests.processes import kill_when_written, tensorboard_scalars
 
-# One xdist worker runs this file: its module fixture is built once.
-pytestmark = pytest.mark.xdist_group("test_demo")
-
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 SMALL = ["--seeds", "1", "--epochs", "3", "--examples", "512"]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -7,8 +7,7 @@ import pytest
 from nalu_research.tasks import mnist
 
 # tensorflow-datasets and scikit-learn: run in the research environment.
-# One xdist worker runs this file: its module fixture is built once.
-pytestmark = [pytest.mark.research, pytest.mark.xdist_group("test_mnist")]
+pytestmark = pytest.mark.research
 tfds = pytest.importorskip("tensorflow_datasets")
 
 

@@ -788,12 +788,10 @@ class StaticBenchmark:
         """What a progress line shows of the evaluation `entry`: the runs
         below their threshold now, the median and best extrapolation MSE."""
         extrapolation = np.asarray(entry["extrapolation"], dtype=np.float64)
-        with np.errstate(invalid="ignore"):
-            finite = extrapolation[np.isfinite(extrapolation)]
         return {
             "solved": f"{int(np.sum(self.solved(entry)))}/{len(self.runs)} runs",
             "median extrapolation MSE": float(np.median(extrapolation)),
-            "best": float(finite.min()) if finite.size else float("nan"),
+            "best": _best(extrapolation),
         }
 
     def scalars(self, entry):
@@ -808,10 +806,9 @@ class StaticBenchmark:
             for split in self.test_sets:
                 errors = np.asarray(entry[split], dtype=np.float64)[mine]
                 values[f"{operation}/{split}_mse_median"] = float(np.median(errors))
-            extrapolation = np.asarray(entry["extrapolation"], dtype=np.float64)[mine]
-            finite = extrapolation[np.isfinite(extrapolation)]
-            if finite.size:
-                values[f"{operation}/extrapolation_mse_best"] = float(finite.min())
+            extrapolation = np.asarray(entry["extrapolation"], dtype=np.float64)
+            # NaN when every run diverged: TensorBoardScalars skips it.
+            values[f"{operation}/extrapolation_mse_best"] = _best(extrapolation[mine])
             values[f"{operation}/solved"] = int(np.sum(solved[mine]))
         return values
 
@@ -852,3 +849,9 @@ class StaticBenchmark:
                 }
             )
         return results
+
+
+def _best(errors):
+    """The smallest finite value of `errors`, or NaN when none is finite."""
+    finite = errors[np.isfinite(errors)]
+    return float(finite.min()) if finite.size else float("nan")

@@ -50,6 +50,7 @@ from nalu_research.cli import (  # noqa: E402
 from nalu_research.monitoring import (  # noqa: E402
     png_path,
     pyplot,
+    save_json,
     save_png,
     tensorboard,
 )
@@ -192,22 +193,17 @@ def load_saved(paths, parser):
 
 def save(path, args, speed, seconds, results):
     """Writes the results so far, replacing `path` only once fully written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
     arguments = {
         k: v
         for k, v in vars(args).items()
         if k not in ("saved", "checkpoint_dir", "strategy", "tensorboard")
     }
     arguments["models"] = list(speed)  # the models finished so far
-    with open(partial, "w") as f:
-        json.dump(
-            {"arguments": arguments, "ms_per_run_iteration": speed,
-             "wall_seconds": seconds, "runs": results},
-            f, indent=1,
-        )  # fmt: skip
-    partial.replace(path)
+    save_json(
+        {"arguments": arguments, "ms_per_run_iteration": speed,
+         "wall_seconds": seconds, "runs": results},
+        path,
+    )  # fmt: skip
 
 
 def cell(value):

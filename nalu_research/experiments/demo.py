@@ -48,7 +48,7 @@ from nalu_research.cli import (  # noqa: E402
     report,
     steps_per_execution,
 )
-from nalu_research.monitoring import Evaluation, tensorboard  # noqa: E402
+from nalu_research.monitoring import Evaluation, save_json, tensorboard  # noqa: E402
 
 TRAIN_RANGE = (1.0, 10.0)
 EXTRAPOLATION_RANGE = (100.0, 1000.0)
@@ -336,11 +336,7 @@ def write_json(args, rows, served, seconds):
         "served_inputs": SERVED_INPUTS.tolist(),
         "served": served,
     }
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(results, indent=1, default=str))
-    os.replace(partial, path)  # never a half-written file
+    save_json(results, args.json)  # never a half-written file
 
 
 if __name__ == "__main__":

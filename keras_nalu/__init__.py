@@ -4,7 +4,8 @@
 for `keras.layers.RNN`; `NAU`, `NMU`, `INALU` and `NMRU` are the stabler,
 sign-aware and dividing units published since; `keras_nalu.ops` holds the
 math they share; `snap_weights` rounds a trained model's arithmetic weights to
-exact values and verifies the result; `export_saved_model` writes a verified
+exact values and verifies the result; `formulas` writes what a model computes
+as algebra; `export_saved_model` writes a verified
 TensorFlow SavedModel;
 `keras_nalu.training.fit` trains resumably on any `tf.distribute` strategy.
 
@@ -14,6 +15,7 @@ which this library never imports.
 
 from keras_nalu import initializers, ops
 from keras_nalu.export import export_saved_model
+from keras_nalu.formulas import expressions, formulas
 from keras_nalu.layers import (
     INALU,
     NAC,
@@ -42,6 +44,8 @@ __all__ = [
     "NMRU",
     "NMU",
     "export_saved_model",
+    "expressions",
+    "formulas",
     "initializers",
     "ops",
     "snap_weights",

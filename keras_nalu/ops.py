@@ -21,6 +21,7 @@ Example:
 12.0
 """
 
+import numpy as np
 from keras import ops
 
 DEFAULT_EPSILON = 1e-7
@@ -110,10 +111,15 @@ def sparsity_penalty(w):
     """`mean(min(|W|, 1 - |W|))` over the last two axes: 0 when `W` is in {-1, 0, 1}.
 
     The sparsity regularizer of NAU and NMU (Madsen & Johansen, 2020), of a
-    weight already clipped to `[-1, 1]`.
+    weight already clipped to `[-1, 1]`. At -1, 0 and 1 its gradient is 0 on
+    every backend, as in their code (`abs` has gradient 0 at 0 in PyTorch), so
+    a weight clipped at a bound feels no push from the penalty beyond it,
+    which Adam's moments would otherwise keep.
     """
     w = ops.abs(w)
-    return ops.mean(ops.minimum(w, 1.0 - w), axis=(-2, -1))
+    inside = ops.logical_and(w > 0.0, w < 1.0)
+    distance = ops.where(inside, ops.minimum(w, 1.0 - w), 0.0)
+    return ops.mean(distance, axis=(-2, -1))
 
 
 def sign_product(x, w):
@@ -158,11 +164,24 @@ def reciprocal(x, epsilon=DEFAULT_EPSILON):
     return sign / ops.maximum(ops.abs(x), epsilon)
 
 
-def nmru(x, w, epsilon=DEFAULT_EPSILON):
+def nmru(x, w, epsilon=DEFAULT_EPSILON, sign_retrieval=False):
     """The neural multiplicative reciprocal unit: an NMU over `[x, 1 / x]`.
 
     `y_j = prod_i (W_ij z_i + 1 - W_ij)` with `z = concat(x, 1 / x)` and `W`
     of shape `(..., 2 * in, out)` clipped to `[0, 1]`: a weight 1 on `1 / x_i`
     divides by `x_i` (Mistry et al., 2021). `epsilon` bounds `|1 / x|`.
+
+    With `sign_retrieval`, Mistry et al.'s published form: the product of the
+    magnitudes, `prod_i (W_ij |z_i| + 1 - W_ij)`, times the sign
+    `cos(pi * sum_i W_ij [z_i < 0])`. Both forms agree where `W` is 0 or 1;
+    in between, a factor of a negative input no longer crosses 0 on its way
+    from 0 to 1 (at `W = 1 / (1 - z)`), which stalls training on negative
+    inputs.
     """
-    return nmu(ops.concatenate([x, reciprocal(x, epsilon)], axis=-1), w)
+    z = ops.concatenate([x, reciprocal(x, epsilon)], axis=-1)
+    if not sign_retrieval:
+        return nmu(z, w)
+    w = ops.clip(w, 0.0, 1.0)
+    negative = ops.cast(z < 0, w.dtype if hasattr(w, "dtype") else "float32")
+    sign = ops.cos(np.pi * ops.matmul(negative, w))
+    return _gated_product(ops.abs(z), w) * sign

@@ -57,6 +57,7 @@ BACKENDS = ("tensorflow", "jax", "torch")
 DEFAULTS = {
     "arithmetic_benchmark": "tensorflow",  # the engine's rows, below
     "demo": "tensorflow",
+    "division_benchmark": "tensorflow",  # the seed-batched engine, as above
     "first_contact": "tensorflow",  # the default backend, as a user meets it
     "identity_extrapolation": "tensorflow",
     "mnist_counting": "tensorflow",

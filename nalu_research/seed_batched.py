@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU
+from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, formulas, snap_weights
 from keras_nalu import ops as nalu_ops
 from keras_nalu.initializers import NMUUniform
 from nalu_research import _checks
@@ -62,7 +62,8 @@ MLP_ACTIVATIONS = (
 # The unit layers, by the names the unit models use.
 LAYERS = {"nac": NAC, "nalu": NALU, "nau": NAU, "nmu": NMU, "nmru": NMRU,
           "inalu": INALU}  # fmt: skip
-# Each unit model is two layers, input -> HIDDEN -> 1, of these kinds.
+# Each unit model is two layers, input -> HIDDEN -> 1, of these kinds, or one
+# layer, input -> 1 (the single-unit tasks of Mistry et al.).
 UNIT_MODELS = {
     "nac": ("nac", "nac"),
     "nalu": ("nalu", "nalu"),
@@ -70,6 +71,8 @@ UNIT_MODELS = {
     "nmu": ("nau", "nmu"),
     "nmru": ("nau", "nmru"),
     "inalu": ("inalu", "inalu"),
+    "single-nmu": ("nmu",),
+    "single-nmru": ("nmru",),
 }
 MODELS = tuple(UNIT_MODELS) + MLP_ACTIVATIONS
 
@@ -92,6 +95,30 @@ def layer_defaults(kind):
     return LAYERS[kind](1)
 
 
+def layer_settings(kind, options=None):
+    """The unbuilt `LAYERS[kind]` the engine reads its settings from: the
+    layer's defaults (`layer_defaults`), changed by `options[kind]`, a dict of
+    constructor arguments (e.g. `{"nmru": {"sign_retrieval": True}}`)."""
+    changes = (options or {}).get(kind)
+    return LAYERS[kind](1, **changes) if changes else layer_defaults(kind)
+
+
+def _check_options(options):
+    ok = options is None or (
+        isinstance(options, dict)
+        and all(kind in LAYERS and isinstance(v, dict) for kind, v in options.items())
+    )
+    if not ok:
+        raise ValueError(
+            "Received an invalid value for `layer_options`, expected None or "
+            f"{{kind: {{argument: value}}}} with kinds of {tuple(LAYERS)}. "
+            f"Received: layer_options={options!r}"
+        )
+    for kind, changes in (options or {}).items():
+        LAYERS[kind](1, **changes)  # the layer validates its arguments
+    return options
+
+
 def _reconfigured(layer, **changes):
     """A new layer of `layer`'s class and config, with `changes`."""
     return type(layer).from_config({**layer.get_config(), **changes})
@@ -110,10 +137,11 @@ def _seeded(layer, generator):
     return _reconfigured(layer, **changes)
 
 
-def keras_layers(model, input_size, seed=None, nmu_center=None):
+def keras_layers(model, input_size, seed=None, nmu_center=None, options=None):
     """The Keras layers of `model`, built for `input_size` input features.
 
-    A unit model's layers are `LAYERS[kind]` with their defaults, an MLP's two
+    A unit model's layers are `LAYERS[kind]` with their defaults changed by
+    `options[kind]` (constructor arguments, see `layer_settings`), an MLP's two
     `keras.layers.Dense` with theirs (`forward` applies the activation between
     them). With `nmu_center`, NMU and NMRU kernels are drawn by
     `keras_nalu.initializers.NMUUniform(center=nmu_center)`. With `seed`, the
@@ -125,8 +153,10 @@ def keras_layers(model, input_size, seed=None, nmu_center=None):
     """
     if model in UNIT_MODELS:
         layers = []
-        for kind, units in zip(UNIT_MODELS[model], (HIDDEN, 1), strict=True):
-            layer = LAYERS[kind](units)
+        kinds = UNIT_MODELS[model]
+        sizes = (HIDDEN,) * (len(kinds) - 1) + (1,)
+        for kind, units in zip(kinds, sizes, strict=True):
+            layer = LAYERS[kind](units, **(options or {}).get(kind, {}))
             if nmu_center is not None and kind in ("nmu", "nmru"):
                 center = NMUUniform(center=nmu_center)
                 layer = _reconfigured(layer, kernel_initializer=center)
@@ -138,10 +168,25 @@ def keras_layers(model, input_size, seed=None, nmu_center=None):
     if seed is not None:
         generator = keras.random.SeedGenerator(seed)
         layers = [_seeded(layer, generator) for layer in layers]
-    widths = (input_size, 2 * HIDDEN if model == "crelu" else HIDDEN)
+    hidden = 2 * HIDDEN if model == "crelu" else HIDDEN
+    widths = (input_size,) + (hidden,) * (len(layers) - 1)
     for layer, width in zip(layers, widths, strict=True):
         layer.build((None, width))
     return layers
+
+
+def keras_model(model, params, index, input_size, options=None):
+    """Run `index` of the stacked weights `params` of the unit model `model`,
+    as a `keras.Sequential` of the package's layers (`keras_layers`)."""
+    if model not in UNIT_MODELS:
+        raise ValueError(
+            f"keras_model builds the unit models {tuple(UNIT_MODELS)}, not "
+            f"the MLP {model!r} (its activation sits between its layers)."
+        )
+    layers = keras_layers(model, input_size, options=options)
+    for name, weight in layer_weights(layers).items():
+        weight.assign(ops.convert_to_numpy(params[name])[index])
+    return keras.Sequential([keras.Input((input_size,)), *layers])
 
 
 def layer_weights(layers):
@@ -153,11 +198,11 @@ def layer_weights(layers):
     }
 
 
-def _initial_weights(model, seeds, input_size, nmu_center):
-    """`{name: weight}` of `keras_layers(model, input_size, seed, nmu_center)`
-    for each distinct seed of `seeds`, by seed."""
+def _initial_weights(model, seeds, input_size, nmu_center, options=None):
+    """`{name: weight}` of `keras_layers(model, input_size, seed, nmu_center,
+    options)` for each distinct seed of `seeds`, by seed."""
     return {
-        seed: layer_weights(keras_layers(model, input_size, seed, nmu_center))
+        seed: layer_weights(keras_layers(model, input_size, seed, nmu_center, options))
         for seed in dict.fromkeys(seeds)
     }
 
@@ -184,8 +229,8 @@ def _nac_weights(params, layer, prefix=""):
     )
 
 
-def _apply_layer(kind, params, layer, h):
-    defaults = layer_defaults(kind)
+def _apply_layer(kind, params, layer, h, options=None):
+    defaults = layer_settings(kind, options)
     if kind == "nac":
         return nalu_ops.nac(h, _nac_weights(params, layer))
     if kind == "nalu":
@@ -210,16 +255,17 @@ def _apply_layer(kind, params, layer, h):
     # after every update), so clipping them here would change nothing.
     kernel = params[f"kernel_{layer}"]
     if kind == "nmru":
-        return nalu_ops.nmru(h, kernel, defaults.epsilon)
+        return nalu_ops.nmru(h, kernel, defaults.epsilon, defaults.sign_retrieval)
     return {"nau": nalu_ops.nau, "nmu": nalu_ops.nmu}[kind](h, kernel)
 
 
-def forward(model, params, x):
-    """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`."""
+def forward(model, params, x, options=None):
+    """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`,
+    its layers changed by `options` (see `layer_settings`)."""
     if model in UNIT_MODELS:
         h = x
         for layer, kind in enumerate(UNIT_MODELS[model]):
-            h = _apply_layer(kind, params, layer, h)
+            h = _apply_layer(kind, params, layer, h, options)
         return h
     h = ops.add(ops.matmul(x, params["kernel_0"]), params["bias_0"][:, None, :])
     if model == "crelu":
@@ -229,7 +275,7 @@ def forward(model, params, x):
     return ops.add(ops.matmul(h, params["kernel_1"]), params["bias_1"][:, None, :])
 
 
-def layer_penalty(model, params, layer):
+def layer_penalty(model, params, layer, options=None):
     """Layer `layer`'s penalty per seed, `(seeds,)`, as the layer computes it.
 
     The sparsity penalty of a NAU, NMU or NMRU kernel clipped to the layer's
@@ -242,7 +288,7 @@ def layer_penalty(model, params, layer):
         kernel = ops.clip(params[f"kernel_{layer}"], unit.low, unit.high)
         return nalu_ops.sparsity_penalty(kernel)
     if kind == "inalu":
-        threshold = layer_defaults(kind).regularization_threshold
+        threshold = layer_settings(kind, options).regularization_threshold
         names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")
         return sum(
             nalu_ops.inalu_penalty(params[f"{n}_{layer}"], threshold) for n in names
@@ -261,9 +307,10 @@ def penalty(model, params):
     return total
 
 
-def schedules(model):
-    """`{layer: (strength, start, end)}`: the default penalty schedule of each
-    layer of `model` that has one (`regularization_strength`, ...)."""
+def schedules(model, options=None):
+    """`{layer: (strength, start, end)}`: the penalty schedule of each layer
+    of `model` that has one (`regularization_strength`, ...), its default or
+    as `options` set it (see `layer_settings`)."""
     return {
         layer: (
             defaults.regularization_strength,
@@ -271,7 +318,7 @@ def schedules(model):
             defaults.regularization_end,
         )
         for layer, kind in enumerate(UNIT_MODELS.get(model, ()))
-        if hasattr(defaults := layer_defaults(kind), "regularization_strength")
+        if hasattr(defaults := layer_settings(kind, options), "regularization_strength")
     }
 
 
@@ -421,6 +468,14 @@ class StaticBenchmark:
         nmu_center: Center of the NMU and NMRU kernels' initial range
             (`keras_nalu.initializers.NMUUniform`), or None for the layers'
             default initializer.
+        layer_options: `{kind: {argument: value}}`, constructor arguments
+            that change the layers of these kinds from their defaults (see
+            `layer_settings`), e.g. `{"nmru": {"sign_retrieval": True}}`.
+        clipnorm: Largest L2 norm of each run's gradient (over all its
+            weights, as PyTorch's `clip_grad_norm_` of one model), or None.
+        threshold: The extrapolation MSE below which a run counts as solved,
+            or None for Madsen & Johansen's simulated threshold of each
+            operation (`nalu_research.tasks.success_threshold`).
         task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
             interpolation range must be one interval (batches are drawn in
             the graph); the extrapolation range may be a union.
@@ -436,6 +491,9 @@ class StaticBenchmark:
         eval_size=10_000,
         regularization="default",
         nmu_center=None,
+        layer_options=None,
+        clipnorm=None,
+        threshold=None,
         **task_kwargs,
     ):
         if model not in MODELS:
@@ -452,6 +510,17 @@ class StaticBenchmark:
             "nmu_center": nmu_center,
             **task_kwargs,
         }
+        # Only when set: a checkpoint written before these existed resumes.
+        if clipnorm is not None:
+            self._config["clipnorm"] = clipnorm
+        self.layer_options = _check_options(layer_options)
+        if layer_options:
+            self._config["layer_options"] = layer_options
+        if threshold is not None:
+            self._config["threshold"] = threshold
+        self.clipnorm = (
+            None if clipnorm is None else _checks.positive_float("clipnorm", clipnorm)
+        )
         operations = [operations] if isinstance(operations, str) else list(operations)
         seeds = [_checks.non_negative_int("seeds", s) for s in seeds]
         if not operations or not seeds:
@@ -462,7 +531,7 @@ class StaticBenchmark:
         self.batch_size = _checks.positive_int("batch_size", batch_size)
         self.learning_rate = _checks.positive_float("learning_rate", learning_rate)
         eval_size = _checks.positive_int("eval_size", eval_size)
-        self.schedules = schedules(model)
+        self.schedules = schedules(model, self.layer_options)
         if regularization is None:
             self.schedules = {}
         elif regularization != "default":
@@ -482,7 +551,11 @@ class StaticBenchmark:
                 f"Received: interpolation_range={task_kwargs['interpolation_range']}"
             )
         # The threshold depends on the operation, not on where the slices lie.
-        thresholds = {op: success_threshold(self._task(op)) for op in operations}
+        if threshold is None:
+            thresholds = {op: success_threshold(self._task(op)) for op in operations}
+        else:
+            threshold = _checks.positive_float("threshold", threshold)
+            thresholds = dict.fromkeys(operations, threshold)
         self.thresholds = np.array([thresholds[op] for op, _ in self.runs])
         masks = np.zeros((len(self.runs), self.input_size, 2), "float32")
         for i, task in enumerate(self.tasks):
@@ -509,7 +582,9 @@ class StaticBenchmark:
         # layer's constraint (NAU, NMU, NMRU: clipping to [low, high]), which
         # the optimizer applies after every update, as it does for the layer.
         run_seeds = [seed for _, seed in self.runs]
-        initial = _initial_weights(model, run_seeds, self.input_size, nmu_center)
+        initial = _initial_weights(
+            model, run_seeds, self.input_size, nmu_center, self.layer_options
+        )
         self.params = {}
         for name, weight in initial[run_seeds[0]].items():
             values = [ops.convert_to_numpy(initial[s][name]) for s in run_seeds]
@@ -594,12 +669,14 @@ class StaticBenchmark:
         """Each run's loss `(runs,)` on batch `step`: its MSE plus its layers'
         scheduled penalties, each weighted `strength * ramp(step, start, end)`."""
         x, y = self._batch(step)
-        error = forward(self.model, params, x) - y
+        error = forward(self.model, params, x, self.layer_options) - y
         loss = ops.mean(ops.square(error), axis=(1, 2))
         for layer, (strength, start, end) in self.schedules.items():
             if strength > 0:  # as the layers: no penalty term at strength 0
                 weight = strength * nalu_ops.ramp(step, start, end)
-                loss += weight * layer_penalty(self.model, params, layer)
+                loss += weight * layer_penalty(
+                    self.model, params, layer, self.layer_options
+                )
         return loss
 
     def _total_loss(self, params, step):
@@ -607,6 +684,19 @@ class StaticBenchmark:
         its own), of the weights `params`, a list in `self.params`' order."""
         params = dict(zip(self.params, params, strict=True))
         return ops.sum(self._losses(params, step))
+
+    def _clipped(self, grads):
+        """`grads` (stacked over runs on axis 0) with each run's global norm
+        scaled down to at most `clipnorm`, as `clip_grad_norm_` would scale
+        that run's alone."""
+        if self.clipnorm is None:
+            return grads
+        squares = sum(ops.sum(ops.reshape(ops.square(g), (g.shape[0], -1)), axis=1)
+                      for g in grads)  # fmt: skip
+        scale = ops.minimum(1.0, self.clipnorm / (ops.sqrt(squares) + 1e-6))
+        return [
+            g * ops.reshape(scale, (-1,) + (1,) * (len(g.shape) - 1)) for g in grads
+        ]
 
     def _train_stateless(self, values, steps):
         """`steps` steps from `values` (the params', then the optimizer's
@@ -617,7 +707,7 @@ class StaticBenchmark:
         def one_step(_, values):
             params, optimizer_values = values[:count], values[count:]
             step = optimizer_values[self._step_index] + 1
-            _, grads = value_and_grad(params, step)
+            grads = self._clipped(value_and_grad(params, step)[1])
             params, optimizer_values = self.optimizer.stateless_apply(
                 optimizer_values, grads, params
             )
@@ -632,7 +722,7 @@ class StaticBenchmark:
 
         def one_step(i, unused):
             step = self.optimizer.iterations + 1
-            _, grads = value_and_grad([v.value for v in variables], step)
+            grads = self._clipped(value_and_grad([v.value for v in variables], step)[1])
             self.optimizer.apply(grads, variables)
             return unused
 
@@ -650,7 +740,10 @@ class StaticBenchmark:
 
     def _mse(self, params):
         return {
-            split: ops.mean(ops.square(forward(self.model, params, x) - y), axis=(1, 2))
+            split: ops.mean(
+                ops.square(forward(self.model, params, x, self.layer_options) - y),
+                axis=(1, 2),
+            )
             for split, (x, y) in self.test_sets.items()
         }
 
@@ -778,6 +871,38 @@ class StaticBenchmark:
             "ms_per_run_iteration": 1000 * seconds / iterations / len(self.runs),
             "resumed_at": None if saved is None else saved["done"],
         }
+
+    def keras_model(self, index):
+        """Run `index`'s model with its current weights (`keras_model`)."""
+        return keras_model(
+            self.model, self.params, index, self.input_size, self.layer_options
+        )
+
+    def exact_formulas(self, size=1000):
+        """Per run, the formula of its model snapped to exact weights
+        (`keras_nalu.snap_weights`, verified within its default `rtol` on
+        `size` fresh held-out and extrapolation examples of the run's task,
+        drawn apart from the test sets), or None where snapping is refused
+        (the run did not learn exact arithmetic) or for MLPs."""
+        found = []
+        for index, (task, (_, seed)) in enumerate(
+            zip(self.tasks, self.runs, strict=True)
+        ):
+            if self.model not in UNIT_MODELS:
+                found.append(None)
+                continue
+            data = {}
+            for split in ("interpolation", "extrapolation"):
+                x, _ = task.sample(size, split, seed=(seed, 2**31 - 2))
+                data[split] = (x, task.targets(x))
+            try:
+                snapped, _ = snap_weights(self.keras_model(index), data)
+            except ValueError:
+                found.append(None)
+                continue
+            positive = min(np.ravel(self.tasks[0].interpolation_range)) >= 0
+            found.append(formulas(snapped, positive=positive)[0])
+        return found
 
     def solved(self, entry):
         """Per run, whether the extrapolation MSE of the evaluation `entry`

@@ -1,6 +1,7 @@
 """Runs on one Keras backend (KERAS_BACKEND, set by the caller): trains and
 saves models of every layer and cell, or loads the models another backend
-saved and records their outputs. Used by tests/test_backends.py.
+saved and records their outputs. Used by tests/test_backends.py and
+tests/test_backends_export.py.
 
     python -m tests.backend_worker save FOLDER
     python -m tests.backend_worker load FOLDER SOURCE_BACKEND...

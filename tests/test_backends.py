@@ -1,6 +1,6 @@
 """Across Keras backends: a `.keras` model saved on any backend loads on every
-other with the same outputs, a model trained on JAX exports a SavedModel that
-TensorFlow serves, and torch's missing SavedModel export is a clear error.
+other with the same outputs (the SavedModel export from each backend:
+tests/test_backends_export.py).
 
 Each backend runs in its own process (`tests/backend_worker.py`), since the
 backend is fixed when Keras is imported.
@@ -12,10 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-from tests.test_export import serve_in_fresh_process
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -53,24 +50,3 @@ def test_a_model_saved_on_any_backend_loads_on_this_one_with_equal_outputs(
             assert result["difference"] <= 1e-5, (source, target, name, result)
             # With its optimizer, too (measured on Keras 3.15: every pair).
             assert result["loads_compiled"], (source, target, name)
-
-
-def test_a_model_trained_on_jax_exports_a_saved_model_tensorflow_serves(tmp_path):
-    run_worker("jax", "export", tmp_path)
-    report = json.loads((tmp_path / "exported.json").read_text())
-    assert sorted(report) == ["cells", "inalu", "nac_nalu", "nau_nmu", "nmru"]
-    inputs = {name: np.asarray(r["x"], "float32") for name, r in report.items()}
-    for name, result in report.items():
-        served = serve_in_fresh_process(tmp_path / name, {"x": inputs[name]}, tmp_path)
-        np.testing.assert_allclose(
-            served["x"], np.asarray(result["y"]), rtol=1e-5, atol=1e-6, err_msg=name
-        )
-
-
-def test_saved_model_export_on_torch_is_a_clear_error(tmp_path):
-    run_worker("torch", "export", tmp_path)
-    report = json.loads((tmp_path / "exported.json").read_text())
-    for result in report.values():
-        assert "needs the tensorflow or jax backend" in result["error"]
-        assert "KERAS_BACKEND=tensorflow" in result["error"]
-    assert not any(tmp_path.glob("*/saved_model.pb"))  # nothing half-written

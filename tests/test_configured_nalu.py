@@ -216,7 +216,7 @@ def serve_in_fresh_process(model_dir, inputs, tmp_path):
     return [np.array(x) for x in json.loads(result.stdout.splitlines()[-1])]
 
 
-@pytest.mark.tensorflow  # the export from jax: tests/test_backends.py
+@pytest.mark.tensorflow  # the export from jax: tests/test_backends_export.py
 def test_lstm_configured_model_serves_without_keras_nalu(tmp_path):
     """One input: per step a value and a token; an LSTM configures the NALU."""
     inputs = keras.Input((None, 4), name="steps")

@@ -27,32 +27,47 @@ SERVE_SCRIPT = textwrap.dedent(
     import numpy as np
     import tensorflow as tf
 
-    model_dir, inputs, outputs = sys.argv[1:4]
-    loaded = tf.saved_model.load(model_dir)
-    served = {}
-    with np.load(inputs) as data:
-        for key in data.files:
-            served[key] = loaded.serve(tf.constant(data[key])).numpy()
-    assert not any(m.split(".")[0] == "keras_nalu" for m in sys.modules)
-    np.savez(outputs, **served)
+    arguments = sys.argv[1:]  # (model_dir, inputs, outputs), one per model
+    for model_dir, inputs, outputs in zip(*[iter(arguments)] * 3):
+        loaded = tf.saved_model.load(model_dir)
+        served = {}
+        with np.load(inputs) as data:
+            for key in data.files:
+                served[key] = loaded.serve(tf.constant(data[key])).numpy()
+        assert not any(m.split(".")[0] == "keras_nalu" for m in sys.modules)
+        np.savez(outputs, **served)
     """
 )
 
 
 def serve_in_fresh_process(model_dir, inputs, tmp_path):
     """Serves each array of `inputs` in a process without keras_nalu."""
+    return serve_models_in_fresh_process({"model": (model_dir, inputs)}, tmp_path)[
+        "model"
+    ]
+
+
+def serve_models_in_fresh_process(models, tmp_path):
+    """`{name: (model_dir, inputs)}` served in one process without keras_nalu
+    (one interpreter start for them all): `{name: {key: output}}`."""
     script = tmp_path / "serve.py"
     script.write_text(SERVE_SCRIPT)
-    np.savez(tmp_path / "inputs.npz", **inputs)
+    arguments = []
+    for name, (model_dir, inputs) in models.items():
+        np.savez(tmp_path / f"{name}_inputs.npz", **inputs)
+        arguments += [model_dir, tmp_path / f"{name}_inputs.npz",
+                      tmp_path / f"{name}_outputs.npz"]  # fmt: skip
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("PYTHONPATH", None)
     subprocess.run(
-        [sys.executable, str(script), str(model_dir), str(tmp_path / "inputs.npz"),
-         str(tmp_path / "outputs.npz")],
+        [sys.executable, str(script), *map(str, arguments)],
         check=True, cwd=tmp_path, env=env, capture_output=True, text=True,
     )  # fmt: skip
-    with np.load(tmp_path / "outputs.npz") as outputs:
-        return {key: outputs[key] for key in outputs.files}
+    served = {}
+    for name in models:
+        with np.load(tmp_path / f"{name}_outputs.npz") as outputs:
+            served[name] = {key: outputs[key] for key in outputs.files}
+    return served
 
 
 def static_model():
@@ -141,9 +156,9 @@ def test_replaces_an_existing_saved_model_only_with_a_verified_one(tmp_path):
     served = serve_in_fresh_process(path, {"x": x}, tmp_path)
     np.testing.assert_allclose(served["x"], predict(second, x), rtol=1e-5)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "inputs.npz",
         "model",
-        "outputs.npz",
+        "model_inputs.npz",  # the serving process's files
+        "model_outputs.npz",
         "serve.py",
     ]
 

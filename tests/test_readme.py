@@ -49,3 +49,4 @@ def test_readme_code_runs_and_extrapolates_as_claimed(tmp_path):
     assert set(errors) == set(CLAIMED_MAX_ERROR), done.stdout
     for name, claimed in CLAIMED_MAX_ERROR.items():
         assert errors[name] < claimed, done.stdout
+    assert "['y0 = a*b']" in done.stdout  # the snapped NALU's formula

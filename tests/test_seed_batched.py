@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from keras_nalu import NAU
+from keras_nalu import ops as nalu_ops
 from keras_nalu.initializers import NAUUniform, NMUUniform
 from nalu_research import seed_batched
 from nalu_research.seed_batched import (
@@ -46,11 +47,7 @@ def test_init_of_a_seed_does_not_depend_on_the_other_seeds():
 
 def keras_twin(model, params, input_size=10):
     """The Keras model of `model` with the first seed's weights of `params`."""
-    layers = keras_layers(model, input_size)
-    for i, layer in enumerate(layers):
-        for weight in layer.trainable_weights:
-            weight.assign(params[f"{weight.name}_{i}"][0])
-    return keras.Sequential([keras.Input((input_size,)), *layers])
+    return seed_batched.keras_model(model, params, 0, input_size)
 
 
 @pytest.mark.parametrize("model", list(UNIT_MODELS))
@@ -134,10 +131,11 @@ def test_the_engine_follows_the_layers_defaults(monkeypatch):
         bench.run(5, eval_every=5)
         kernel = to_numpy(bench.params["kernel_0"])
         assert np.abs(kernel).max() == 2.0  # clipped to WideNAU's bounds
-        wide = np.full((1, 3, 1), 1.5, "float32")
-        want = np.mean(np.minimum(np.abs(wide), 1 - np.abs(wide)))  # clip to +-2
+        wide = np.array([[[-3.0], [0.75], [1.5]]], "float32")
+        want = nalu_ops.sparsity_penalty(np.clip(wide, -2.0, 2.0))  # its bounds
         got = seed_batched.layer_penalty("nau", {"kernel_0": wide}, 0)
-        assert float(keras.ops.convert_to_numpy(got)[0]) == pytest.approx(want)
+        assert to_numpy(got)[0] == pytest.approx(to_numpy(want)[0])
+        assert to_numpy(got)[0] == pytest.approx(0.25 / 3)
     finally:
         seed_batched.layer_defaults.cache_clear()
 
@@ -151,19 +149,34 @@ def test_schedules_are_the_layers_defaults():
     assert schedules("nac") == schedules("relu6") == {}
 
 
-@pytest.mark.parametrize("model", ["nmu", "inalu"])
-def test_a_run_trains_as_its_keras_model_with_keras_adam(model):
+SIGNS = {"nmru": {"sign_retrieval": True}}
+SIGNED_TASK = {"interpolation_range": (-2.0, -1.0), "extrapolation_range": (-6.0, -2.0)}
+
+
+@pytest.mark.parametrize(
+    "model, clipnorm, options, task",
+    [("nmu", None, None, {}), ("inalu", None, None, {}),
+     ("single-nmru", 0.1, SIGNS, SIGNED_TASK)],
+)  # fmt: skip
+def test_a_run_trains_as_its_keras_model_with_keras_adam(
+    model, clipnorm, options, task
+):
     """Seed 1's weights after three steps in a batch of runs equal those of
     its Keras model trained alone by keras.optimizers.Adam on the same
-    batches, penalty schedule included."""
+    batches, penalty schedule, the clipping of its gradient's global norm and
+    layer options included."""
     bench = small(model, "mul", [0, 1], learning_rate=0.05,
-                  regularization=(1.0, 0, 2))  # fmt: skip
-    layers = keras_layers(model, bench.input_size, seed=1)
+                  regularization=(1.0, 0, 2), clipnorm=clipnorm,
+                  layer_options=options, **task)  # fmt: skip
+    layers = keras_layers(model, bench.input_size, seed=1, options=options)
+    if options:
+        assert layers[0].sign_retrieval
     keras_model = keras.Sequential([keras.Input((bench.input_size,)), *layers])
     for layer in layers:
         layer.regularization_strength = 1.0
         layer.regularization_start, layer.regularization_end = 0, 2
-    keras_model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    adam = keras.optimizers.Adam(0.05, global_clipnorm=clipnorm)
+    keras_model.compile(optimizer=adam, loss="mse")
     for step in (1, 2, 3):
         x, y = bench._batch(step)
         keras_model.train_on_batch(x[1], y[1])  # MSE plus the layers' losses
@@ -289,6 +302,32 @@ def test_training_reduces_the_error_and_summaries_are_complete():
         assert 0 <= result["sparsity_error"] <= 0.5
 
 
+def test_exact_formulas_of_runs_that_learned_exact_weights_only():
+    bench = small("nmu", "mul", [0, 1])
+    task = bench.tasks[0]
+    kernel = np.zeros((2, 100, 2), "float32")
+    kernel[0, task.a_slice, 0] = 1.0  # run 0: a and b exactly, off by 1e-3
+    kernel[0, task.b_slice, 1] = 1.0
+    kernel[0] += np.float32(1e-3) * (kernel[0] == 0)
+    kernel[1] = 0.5  # run 1: nothing learned
+    bench.params["kernel_0"].assign(kernel)
+    bench.params["kernel_1"].assign(np.ones((2, 2, 1), "float32"))
+    x = task.sample(8, "extrapolation", seed=0)[0]
+    first = {name: weight[:1] for name, weight in bench.params.items()}
+    np.testing.assert_allclose(
+        to_numpy(bench.keras_model(0)(x)),
+        to_numpy(forward("nmu", first, x[None]))[0],
+        rtol=1e-6,
+    )
+    exact, none = bench.exact_formulas(size=64)
+    a = " + ".join(f"x{i}" for i in range(task.a_slice.start, task.a_slice.stop))
+    b = " + ".join(f"x{i}" for i in range(task.b_slice.start, task.b_slice.stop))
+    assert exact == f"y0 = ({a})*({b})"
+    assert none is None
+    with pytest.raises(ValueError, match="MLP"):
+        small("relu6", "add", [0]).keras_model(0)
+
+
 def test_an_interrupted_benchmark_resumes_to_the_uninterrupted_result(tmp_path, caplog):
     whole = small("nmu", "mul", [0, 1]).run(60, eval_every=20)
     checkpoint = tmp_path / "nmu"
@@ -345,6 +384,11 @@ def test_a_checkpoint_of_other_weights_raises(tmp_path):
         bench.run(10, eval_every=10, checkpoint=tmp_path)
 
 
+def test_a_fixed_threshold_replaces_the_simulated_one():
+    assert small("nmu", "mul", [0, 1], threshold=1e-5).thresholds.tolist() == [1e-5] * 2
+    assert small("nmu", "mul", [0]).thresholds[0] > 0.1  # simulated
+
+
 def test_summary_selects_by_interpolation_and_applies_the_threshold():
     bench = small("linear", "mul", [0, 1])
     threshold = bench.thresholds[0]
@@ -375,6 +419,10 @@ def test_summary_selects_by_interpolation_and_applies_the_threshold():
         ({"seeds": [-1]}, "`seeds`.*seeds=-1"),
         ({"operations": "pow"}, "`operation`.*operation='pow'"),
         ({"batch_size": 0}, "`batch_size`.*batch_size=0"),
+        ({"clipnorm": 0.0}, "`clipnorm`.*clipnorm=0.0"),
+        ({"layer_options": {"gru": {}}}, "`layer_options`"),
+        ({"model": "nmru", "layer_options": {"nmru": {"epsilon": -1.0}}}, "`epsilon`"),
+        ({"threshold": -1.0}, "`threshold`.*threshold=-1.0"),
         ({"model": "nau", "regularization": (1.0, 5, 2)}, "`regularization`"),
         ({"model": "nau", "regularization": 3}, "`regularization`"),
         (
@@ -430,6 +478,8 @@ def test_benchmark_example_smoke_run(tmp_path):
     assert "resumed" not in result.stdout
     assert "| a*b | 0/2 [0.00, 0.66]" in result.stdout or "| a*b |" in result.stdout
     assert "ms per run-iteration" in result.stdout
+    assert "| model, op | 40 |" in result.stdout  # fraction solved by iteration N
+    assert "- NAC, a+b: 0/2 snapped" in result.stdout
     data = json.loads((tmp_path / "r.json").read_text())
     assert len(data["runs"]) == 2 * 2 * 2
     assert (tmp_path / "r.png").stat().st_size > 1000  # beside the JSON

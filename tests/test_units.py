@@ -96,6 +96,20 @@ def test_penalties_are_zero_exactly_at_the_discrete_weights():
     assert to_np(nalu_ops.inalu_penalty(w_hat)) == pytest.approx((0.5 + 1.0) / 4)
 
 
+def test_penalty_gradient_is_zero_at_the_discrete_weights():
+    # As Madsen & Johansen's code: no push beyond a bound or away from 0.
+    from nalu_research.seed_batched import _value_and_grad
+
+    w = np.array([[-1.0, 0.0, 1.0, 0.25, -0.75, 0.5]], "float32").T
+    grad_of = _value_and_grad(lambda p: nalu_ops.sparsity_penalty(p[0]))
+    _, (grad,) = grad_of([keras.ops.convert_to_tensor(w)])
+    expected = np.array([[0.0, 0.0, 0.0, 1.0, 1.0, 0.0]], "float32").T / 6
+    # at 0.5 both sides tie: either one-sided slope, +-1/6, is a subgradient
+    grad = keras.ops.convert_to_numpy(grad)
+    np.testing.assert_allclose(grad[:5], expected[:5], atol=1e-7)
+    assert abs(grad[5, 0]) <= 1 / 6 + 1e-7
+
+
 @pytest.mark.parametrize(
     "step, expected", [(0, 0.0), (10, 0.0), (15, 0.5), (20, 1.0), (99, 1.0)]
 )
@@ -138,7 +152,7 @@ KERNEL_ARGS = {
 LAYERS = {
     NAU: {**SCHEDULE, **KERNEL_ARGS, "kernel_initializer": "glorot_normal"},
     NMU: {**SCHEDULE, **KERNEL_ARGS, "kernel_initializer": "random_uniform"},
-    NMRU: {**SCHEDULE, **KERNEL_ARGS, "epsilon": 1e-4},
+    NMRU: {**SCHEDULE, **KERNEL_ARGS, "epsilon": 1e-4, "sign_retrieval": True},
     INALU: {
         **SCHEDULE,
         "epsilon": 1e-6,
@@ -290,12 +304,31 @@ def test_invalid_positive_floats_raise(layer_cls, name, value):
         layer_cls(2, **{name: value})
 
 
+def test_nmru_sign_retrieval_agrees_at_discrete_weights_and_never_crosses_zero():
+    x = np.array([[-3.0, 2.0, -0.5], [4.0, -1.0, 0.0]], "float32")
+    discrete = RNG.integers(0, 2, size=(6, 4)).astype("float32")
+    np.testing.assert_allclose(
+        to_np(nalu_ops.nmru(x, discrete, sign_retrieval=True)),
+        to_np(nalu_ops.nmru(x, discrete)),
+        rtol=1e-6,
+    )
+    # One weight on x0 = -3 moving from 0 to 1: the plain factor
+    # (W x0 + 1 - W) is 0 at W = 1/4; the magnitude never is.
+    w = np.zeros((6, 1), "float32")
+    w[0] = 0.25
+    assert to_np(nalu_ops.nmru(x[:1], w))[0, 0] == 0.0
+    retrieved = to_np(nalu_ops.nmru(x[:1], w, sign_retrieval=True))[0, 0]
+    np.testing.assert_allclose(retrieved, 1.5 * np.cos(np.pi / 4), rtol=1e-6)
+    with pytest.raises(ValueError, match="`sign_retrieval`"):
+        NMRU(1, sign_retrieval="yes")
+
+
 def test_effective_kernel_before_build_raises():
     with pytest.raises(ValueError, match="not available before the layer is built"):
         NMU(2).effective_kernel  # noqa: B018
 
 
-@pytest.mark.tensorflow  # the export from jax: tests/test_backends.py
+@pytest.mark.tensorflow  # the export from jax: tests/test_backends_export.py
 def test_models_of_every_unit_serve_without_keras_nalu(tmp_path):
     model = keras.Sequential(
         [keras.Input((4,), name="x"), NAU(3), NMU(2), NMRU(2), INALU(1)]

@@ -7,8 +7,11 @@ from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
 from keras_nalu.layers._regularization import ClipAfter, ScheduledPenaltyMixin
 
-# The schedule of Madsen & Johansen (2020) for the static arithmetic task:
-# no penalty for 20,000 steps, then ramped up to 10 by step 35,000.
+# Ours, not Madsen & Johansen's: no penalty for 20,000 steps, then ramped up to
+# 10 by step 35,000, so the weights are exact within a budget of 50,000 steps.
+# Their code (stable-nalu, lfs_batch_jobs/function_task_static.sh) ramps 10 in
+# from step 1,000,000 to 2,000,000 for NAU-NMU on the static task, and 0.01
+# from 5,000 to 50,000 for NAU-NAU: see docs/units/nau-nmu-nmru.md.
 DEFAULT_SCHEDULE = {
     "regularization_strength": 10.0,
     "regularization_start": 20_000,

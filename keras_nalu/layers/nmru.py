@@ -17,9 +17,17 @@ class NMRU(NMU):
     by `1 / epsilon`, so a zero input gives a large finite value, not `inf`.
     The sparsity penalty and its schedule are the NMU's.
 
+    `sign_retrieval=True` is Mistry et al.'s published unit: it multiplies
+    the magnitudes and restores the sign as `cos(pi * sum_i W_ij [z_i < 0])`
+    (`keras_nalu.ops.nmru`). Both agree once `W` is 0 or 1, but on negative
+    inputs the default's factors pass through 0 during training, where the
+    sign-retrieving unit's never do: use it when inputs can be negative.
+
     Args:
         units: Positive integer, dimensionality of the output space.
         epsilon: Positive float, the smallest `|x|` a reciprocal is taken of.
+        sign_retrieval: Boolean, whether to multiply magnitudes and restore
+            the sign by Mistry et al.'s cosine (see above).
         regularization_strength: The penalty's largest weight, as for
             `keras_nalu.NAU`.
         regularization_start: Training step at which the penalty starts.
@@ -68,6 +76,7 @@ class NMRU(NMU):
         self,
         units,
         epsilon=nalu_ops.DEFAULT_EPSILON,
+        sign_retrieval=False,
         regularization_strength=DEFAULT_SCHEDULE["regularization_strength"],
         regularization_start=DEFAULT_SCHEDULE["regularization_start"],
         regularization_end=DEFAULT_SCHEDULE["regularization_end"],
@@ -87,9 +96,14 @@ class NMRU(NMU):
             **kwargs,
         )
         self.epsilon = _validation.positive_float("epsilon", epsilon)
+        self.sign_retrieval = _validation.boolean("sign_retrieval", sign_retrieval)
 
     def _unit(self, x, w):
-        return nalu_ops.nmru(x, w, self.epsilon)
+        return nalu_ops.nmru(x, w, self.epsilon, self.sign_retrieval)
 
     def get_config(self):
-        return {**super().get_config(), "epsilon": self.epsilon}
+        return {
+            **super().get_config(),
+            "epsilon": self.epsilon,
+            "sign_retrieval": self.sign_retrieval,
+        }

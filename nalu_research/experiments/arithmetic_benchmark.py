@@ -56,9 +56,11 @@ from nalu_research.monitoring import (  # noqa: E402
 )
 from nalu_research.seed_batched import MODELS, StaticBenchmark  # noqa: E402
 from nalu_research.tasks import (  # noqa: E402
+    MADSEN_JOHANSEN_SOLVED_BY,
     OPERATIONS,
     PAPER_TABLE_1,
     SYMBOLS,
+    StaticArithmetic,
     wilson_interval,
 )
 
@@ -100,6 +102,12 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--learning-rate", type=float, default=1e-3, help="Adam's (default 1e-3)"
+    )
+    parser.add_argument(
+        "--clipnorm",
+        type=float,
+        help="bound each run's gradient norm, as PyTorch's clip_grad_norm_ "
+        "(default: none)",
     )
     parser.add_argument(
         "--regularization",
@@ -146,6 +154,8 @@ def parse_args(argv=None):
         parser.error("--nmu-center must be in [0.25, 0.75]")
     if not args.learning_rate > 0:
         parser.error("--learning-rate must be a positive number")
+    if args.clipnorm is not None and not args.clipnorm > 0:
+        parser.error("--clipnorm must be a positive number")
     if args.regularization is not None:
         strength, start, end = args.regularization
         if not (strength >= 0 and 0 <= start <= end and start == int(start)
@@ -264,12 +274,71 @@ def tables(results, args):
         "max(min(|W|, |1 - |W||)) of the first layer (NAC, NALU, NAU):",
         solved_at,
     )
+    marks = sorted({n for n in SOLVED_BY if n <= args.iterations} | {args.iterations})
+    lines += ["", "Fraction of seeds solved by iteration N (extrapolation first "
+              "below the threshold; Madsen & Johansen's published fraction of "
+              "100 seeds in brackets):", "",
+              "| model, op | " + " | ".join(f"{n:,}" for n in marks) + " |",
+              "|---" * (len(marks) + 1) + "|"]  # fmt: skip
+    for model in args.models:
+        for op in args.operations:
+            runs = by[op, model]
+            theirs = MADSEN_JOHANSEN_SOLVED_BY.get(model, {}).get(op, {})
+            cells = [
+                f"{solved_by(runs, n):.2f}"
+                + (f" ({theirs[n]:.2f})" if n in theirs else "")
+                for n in marks
+            ]
+            name = f"{NAMES.get(model, model)}, {SYMBOLS[op]}"
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+# The iterations at which the solved-by table reports.
+SOLVED_BY = (10_000, 50_000, 200_000, 1_000_000, 2_000_000, 5_000_000)
+
+
+def solved_by(runs, iteration):
+    """The fraction of `runs` whose extrapolation was below the threshold at
+    some evaluation up to `iteration`."""
+    return float(np.mean([
+        r["solved_at"] is not None and r["solved_at"] <= iteration for r in runs
+    ]))  # fmt: skip
+
+
+def formula_lines(results, args):
+    """Per model and operation: how many runs snapped to exact weights that
+    were verified, and the first such run's formula beside its task."""
+    lines = []
+    for model in args.models:
+        for op in args.operations:
+            runs = [r for r in results if r["model"] == model and r["operation"] == op]
+            exact = [r for r in runs if r.get("formula")]
+            if not runs or "formula" not in runs[0]:
+                continue
+            name = f"{NAMES.get(model, model)}, {SYMBOLS[op]}"
+            line = f"- {name}: {len(exact)}/{len(runs)} snapped"
+            if exact:
+                task = StaticArithmetic(op, seed=exact[0]["seed"])
+                a, b = task.a_slice, task.b_slice
+                line += (
+                    f"; seed {exact[0]['seed']} (a = x{a.start} + ... + "
+                    f"x{a.stop - 1}, b = x{b.start} + ... + x{b.stop - 1}): "
+                    f"`{exact[0]['formula']}`"
+                )
+            lines.append(line)
+    if lines:
+        lines = ["", "Runs whose weights snapped to exact values verified on "
+                 "held-out and extrapolation data (keras_nalu.snap_weights), "
+                 "and a formula (keras_nalu.formulas):", "", *lines]  # fmt: skip
     return lines
 
 
 def plot(results, args):
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig, (ax, curve) = plt.subplots(
+        1, 2, figsize=(11, 3.5), gridspec_kw={"width_ratios": [3, 2]}
+    )
     width = 0.8 / len(args.models)
     for j, m in enumerate(args.models):
         rates, errors = [], [[], []]
@@ -292,12 +361,37 @@ def plot(results, args):
         fontsize=9,
     )
     ax.legend(fontsize=8, ncol=len(args.models))
+    # Fraction of seeds solved by each iteration, ours as lines, Madsen &
+    # Johansen's published points as markers of the same color.
+    steps = np.unique(
+        [0, args.iterations] + [r["solved_at"] for r in results if r["solved_at"]]
+    )
+    for m in args.models:
+        for op in args.operations:
+            runs = [r for r in results if r["model"] == m and r["operation"] == op]
+            if not any(r["solved_at"] is not None for r in runs):
+                continue
+            label = f"{NAMES.get(m, m)} {SYMBOLS[op]}"
+            (line,) = curve.step(steps, [solved_by(runs, n) for n in steps],
+                                 where="post", label=label)  # fmt: skip
+            theirs = MADSEN_JOHANSEN_SOLVED_BY.get(m, {}).get(op, {})
+            shown = {n: v for n, v in theirs.items() if n <= args.iterations}
+            if shown:
+                curve.plot(list(shown), list(shown.values()), "o",
+                           color=line.get_color(), label=f"{label}, M&J")  # fmt: skip
+    curve.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
+    curve.set_xlabel("iteration")
+    curve.set_ylabel("fraction of seeds solved")
+    curve.set_ylim(-0.02, 1.05)
+    curve.set_title("Solved by iteration", fontsize=9)
+    if curve.get_legend_handles_labels()[0]:
+        curve.legend(fontsize=7)
     fig.tight_layout()
     save_png(fig, args.png)
 
 
 def report(results, speed, seconds, args):
-    print("\n".join(tables(results, args)))
+    print("\n".join(tables(results, args) + formula_lines(results, args)))
     print(
         "\nms per run-iteration (batch 128, all runs of a model in one program): "
         + ", ".join(f"{NAMES.get(m, m)} {v:.4f}" for m, v in speed.items())
@@ -344,6 +438,7 @@ def main(argv=None):
             eval_size=args.eval_size,
             regularization=args.regularization or "default",
             nmu_center=args.nmu_center,
+            clipnorm=args.clipnorm,
             **(SIGNED if args.signed else {}),
         )
         print(
@@ -376,9 +471,12 @@ def main(argv=None):
             flush=True,
         )
         # Every worker's runs and speed (a collective: each worker calls it).
+        runs = bench.summarize(run["history"])
+        for result, formula in zip(runs, bench.exact_formulas(), strict=True):
+            result["formula"] = formula
         shares = gather_json(
             {
-                "runs": bench.summarize(run["history"]),
+                "runs": runs,
                 "ms": run["ms_per_run_iteration"],
             },
             strategy,

@@ -17,6 +17,7 @@ from nalu_research.tasks.metrics import (
     wilson_interval,
 )
 from nalu_research.tasks.static_arithmetic import (
+    MADSEN_JOHANSEN_SOLVED_BY,
     OPERATIONS,
     PAPER_TABLE_1,
     SYMBOLS,
@@ -24,6 +25,7 @@ from nalu_research.tasks.static_arithmetic import (
 )
 
 __all__ = [
+    "MADSEN_JOHANSEN_SOLVED_BY",
     "OPERATIONS",
     "PAPER_TABLE_5",
     "identity",

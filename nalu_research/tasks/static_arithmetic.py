@@ -46,6 +46,20 @@ PAPER_TABLE_1 = {
 }  # fmt: skip
 
 
+# Madsen & Johansen's published per-seed results on this task (100 seeds, 5M
+# iterations, the strict criterion): the fraction of seeds solved by each
+# iteration, per model of `nalu_research.seed_batched.UNIT_MODELS` and
+# operation. Every unit solved a/b on none of its seeds.
+MADSEN_JOHANSEN_SOLVED_BY = {
+    "nau": {"add": {50_000: 0.94, 200_000: 0.94, 1_000_000: 0.94,
+                    2_000_000: 0.97, 5_000_000: 1.00}},
+    "nmu": {"mul": {50_000: 0.0, 200_000: 0.0, 1_000_000: 0.0,
+                    2_000_000: 0.92, 5_000_000: 0.98},
+            "div": {50_000: 0.0, 200_000: 0.0, 1_000_000: 0.0,
+                    2_000_000: 0.0, 5_000_000: 0.0}},
+}  # fmt: skip
+
+
 class StaticArithmetic:
     """Learn `op(a, b)` where `a`, `b` are sums over two fixed slices of `x`.
 

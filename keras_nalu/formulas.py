@@ -1,0 +1,306 @@
+"""Readable formulas: what a trained arithmetic model computes, as algebra.
+
+`formulas(model)` reads each layer's effective weights and writes the model's
+outputs as expressions of its inputs, for example `y0 = x3*x17 - x42`. The
+expressions are SymPy's (`expressions` returns them as SymPy objects, to
+simplify, compare or print as LaTeX).
+
+What each layer contributes, with `W` its effective weights:
+
+- `NAC`, `NAU`: `sum_i W_ij h_i`.
+- `NMU`: `prod_i (W_ij h_i + 1 - W_ij)`: `h_i` where `W_ij = 1`, nothing
+  where it is 0. `NMRU`: the same over `[h, 1 / h]` (with `sign_retrieval`
+  and weights off 0 and 1, its magnitudes times the cosine of its sign).
+- `NALU`: `g * a + (1 - g) * m` with `a` the NAC above,
+  `m = prod_i |h_i|^W_ij` (the layer's `epsilon` inside the logarithm is left
+  out) and `g = sigmoid(h @ G)`; given inputs `x`, a gate that is open (or
+  closed) within `atol` on every one of them is written as 1 (or 0), so only
+  the path it selects remains.
+- `INALU`: the same with its sign recovery (`h_i^W_ij` where `|W_ij| = 1`)
+  and its input-independent gate; its exponent clipping is left out.
+- `keras.layers.Dense`: `h @ kernel + bias`, inside its activation's name
+  unless linear.
+
+A weight within `atol` of an integer is written as that integer; any other
+is written with `digits` significant digits, so a formula shows at a glance
+whether a model learned exact arithmetic. To check that the rounded model
+really computes the formula, snap it first with `keras_nalu.snap_weights`,
+which verifies the exact weights on data before returning them.
+"""
+
+import keras
+import numpy as np
+
+from keras_nalu import _validation
+from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU
+
+LAYERS = (NAC, NAU, NMU, keras.layers.Dense)  # NALU, INALU, NMRU: subclasses
+SUPPORTED = "NAC, NALU, INALU, NAU, NMU, NMRU and keras.layers.Dense"
+
+
+def expressions(model, input_names=None, *, x=None, positive=False, atol=1e-3,
+                digits=4):  # fmt: skip
+    """The outputs of `model` as SymPy expressions of its inputs.
+
+    Args:
+        model: A built `keras.Model` of one input and one output whose layers
+            form a chain (each layer applied to the previous one's output):
+            a `keras.Sequential` or such a functional model, of the layers
+            listed in `keras_nalu.formulas`.
+        input_names: Names of the input features, a sequence of strings
+            (default `x0`, `x1`, ...).
+        x: Optional inputs, `(batch, features)`, on which to decide the NALU
+            gates (see `keras_nalu.formulas`).
+        positive: Whether the inputs are positive, as on a positive training
+            range: the absolute values and signs of the multiplicative paths
+            of NALU and INALU then disappear (keyword-only).
+        atol: Non-negative float: a weight (or a gate on `x`) within `atol` of
+            an integer is written as that integer (keyword-only).
+        digits: Positive integer, significant digits of the other weights
+            (keyword-only).
+
+    Returns:
+        A list of SymPy expressions, one per output unit.
+
+    Raises:
+        ValueError: For an unsupported layer, a model that is not a chain,
+            or invalid arguments.
+    """
+    import sympy  # on use: `import keras_nalu` stays as fast as it was
+
+    layers = _chain(model)
+    size = int(model.inputs[0].shape[-1])
+    names = _names("input_names", input_names, size, "x")
+    atol = _validation.non_negative_float("atol", atol)
+    digits = _validation.positive_int("digits", digits)
+    positive = _validation.boolean("positive", positive)
+    if x is not None:
+        x = np.asarray(x, dtype="float32")
+        if x.ndim != 2 or x.shape[1] != size:
+            raise ValueError(
+                "Received an invalid value for `x`, expected an array of shape "
+                f"(batch, {size}). Received: x of shape {x.shape}"
+            )
+    assumptions = {"positive": True} if positive else {"real": True}
+    h = [sympy.Symbol(name, **assumptions) for name in names]
+    reader = _Reader(sympy, atol, digits)
+    for layer in layers:
+        h = reader.layer(layer, h, x)
+        if x is not None:
+            x = keras.ops.convert_to_numpy(layer(x))
+    return h
+
+
+def formulas(model, input_names=None, output_names=None, **kwargs):
+    """The outputs of `model` as readable formulas, e.g. `"y0 = x3*x17 - x42"`.
+
+    Args:
+        model: As for `expressions`.
+        input_names: As for `expressions`.
+        output_names: Names of the outputs (default `y0`, `y1`, ...).
+        **kwargs: `x`, `positive`, `atol` and `digits` of `expressions`.
+
+    Returns:
+        A list of strings `"NAME = EXPRESSION"`, one per output unit.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from keras_nalu import NAU, NMU, formulas
+    >>> model = keras.Sequential([keras.Input((3,)), NAU(2), NMU(1)])
+    >>> _ = model.layers[0].kernel.assign([[1, 0], [1, 0], [0, -1]])
+    >>> _ = model.layers[1].kernel.assign([[1], [1]])
+    >>> formulas(model, ["a", "b", "c"])
+    ['y0 = -c*(a + b)']
+    """
+    found = expressions(model, input_names, **kwargs)
+    names = _names("output_names", output_names, len(found), "y")
+    return [
+        f"{name} = {expression}" for name, expression in zip(names, found, strict=True)
+    ]
+
+
+class _Reader:
+    """Writes one layer's outputs as expressions of its inputs `h`."""
+
+    def __init__(self, sympy, atol, digits):
+        self.sympy, self.atol, self.digits = sympy, atol, digits
+
+    def number(self, value):
+        nearest = round(float(value))
+        if abs(value - nearest) <= self.atol:
+            return self.sympy.Integer(nearest)
+        return self.sympy.Float(float(value), self.digits)
+
+    def matrix(self, weight):
+        w = keras.ops.convert_to_numpy(weight).astype(np.float64)
+        return [[self.number(v) for v in row] for row in w.T]  # (units, inputs)
+
+    def sums(self, w, h):
+        return [
+            self.sympy.Add(*(wi * hi for wi, hi in zip(row, h, strict=True)))
+            for row in w
+        ]
+
+    def products(self, w, h):
+        return [
+            self.sympy.Mul(*(wi * hi + 1 - wi for wi, hi in zip(row, h, strict=True)))
+            for row in w
+        ]
+
+    def retrieved_signs(self, w, z):
+        """The sign-retrieving NMRU: `prod (w |z| + 1 - w)` times
+        `cos(pi * sum w [z < 0])`, `[z < 0]` written `Heaviside(-z)`."""
+        sympy = self.sympy
+        out = []
+        for row in w:
+            pairs = list(zip(row, z, strict=True))
+            magnitude = sympy.Mul(*(wi * sympy.Abs(zi) + 1 - wi for wi, zi in pairs))
+            negatives = sympy.Add(*(wi * sympy.Heaviside(-zi) for wi, zi in pairs))
+            out.append(magnitude * sympy.cos(sympy.pi * negatives))
+        return out
+
+    def powers(self, w, h, signed):
+        """`prod |h_i|^w_i`, with iNALU's sign (`signed`) as `h_i^w_i` at
+        `|w_i| = 1` and the factor `|w_i| sign(h_i) + 1 - |w_i|` elsewhere."""
+        sympy = self.sympy
+        out = []
+        for row in w:
+            factors = []
+            for wi, hi in zip(row, h, strict=True):
+                if signed and abs(wi) == 1:
+                    factors.append(hi**wi)
+                elif signed:
+                    size = abs(wi)
+                    sign = size * sympy.sign(hi) + 1 - size
+                    factors.append(sympy.Abs(hi) ** wi * sign)
+                else:
+                    factors.append(sympy.Abs(hi) ** wi)
+            out.append(sympy.Mul(*factors))
+        return out
+
+    def gate(self, values, symbolic):
+        """1 or 0 when every gate value is within `atol` of it, else `symbolic`."""
+        if values is not None and values.size:
+            if np.all(values >= 1 - self.atol):
+                return self.sympy.Integer(1)
+            if np.all(values <= self.atol):
+                return self.sympy.Integer(0)
+        return symbolic
+
+    def layer(self, layer, h, x):
+        sympy = self.sympy
+        if isinstance(layer, INALU):
+            a = self.sums(self.matrix(layer.effective_kernel), h)
+            m = self.powers(self.matrix(layer.effective_mul_kernel), h, signed=True)
+            g = keras.ops.convert_to_numpy(keras.ops.sigmoid(layer.gate))
+            gates = [self.gate(np.array([v]), self.number(v)) for v in g]
+            return [
+                gj * aj + (1 - gj) * mj for gj, aj, mj in zip(gates, a, m, strict=True)
+            ]
+        if isinstance(layer, NALU):
+            a = self.sums(self.matrix(layer.effective_kernel), h)
+            m = self.powers(self.matrix(layer.effective_mul_kernel), h, signed=False)
+            logits = self.sums(self.matrix(layer.gate_kernel), h)
+            values = None
+            if x is not None:
+                z = keras.ops.matmul(x, layer.gate_kernel)
+                values = keras.ops.convert_to_numpy(keras.ops.sigmoid(z))
+            gates = [
+                self.gate(None if values is None else values[:, j],
+                          sympy.Function("sigmoid")(logit))
+                for j, logit in enumerate(logits)
+            ]  # fmt: skip
+            return [
+                gj * aj + (1 - gj) * mj for gj, aj, mj in zip(gates, a, m, strict=True)
+            ]
+        if isinstance(layer, NMRU):
+            w = self.matrix(layer.effective_kernel)
+            z = [*h, *(1 / hi for hi in h)]
+            exact = all(v.is_Integer for row in w for v in row)
+            if layer.sign_retrieval and not exact:
+                return self.retrieved_signs(w, z)
+            return self.products(w, z)  # the same function at weights 0 and 1
+        if isinstance(layer, NMU):
+            return self.products(self.matrix(layer.effective_kernel), h)
+        if isinstance(layer, (NAU, NAC)):
+            return self.sums(self.matrix(layer.effective_kernel), h)
+        if isinstance(layer, keras.layers.Dense):
+            z = self.sums(self.matrix(layer.kernel), h)
+            if layer.use_bias:
+                bias = keras.ops.convert_to_numpy(layer.bias).astype(np.float64)
+                z = [zj + self.number(b) for zj, b in zip(z, bias, strict=True)]
+            name = keras.activations.serialize(layer.activation)
+            name = name if isinstance(name, str) else name.get("config", "linear")
+            if name == "linear":
+                return z
+            return [sympy.Function(name)(zj) for zj in z]
+        raise _unsupported(layer)
+
+
+def _chain(model):
+    """The layers of `model`, input to output, checked to form a chain."""
+    if not isinstance(model, keras.Model) or not model.built:
+        raise ValueError(
+            "Received an invalid value for `model`, expected a built keras.Model. "
+            f"Received: model={model!r}"
+        )
+    if len(model.inputs) != 1 or len(model.outputs) != 1:
+        raise ValueError(
+            "Received a model of "
+            f"{len(model.inputs)} inputs and {len(model.outputs)} outputs, "
+            "expected one input and one output."
+        )
+    layers = list(_flatten(model))
+    for layer in layers:
+        if not isinstance(layer, LAYERS):
+            raise _unsupported(layer)
+    if not isinstance(model, keras.Sequential):
+        # A functional model: check on a probe that its layers in order
+        # compute what it computes (no branch, skip or reuse).
+        shape = (4, *model.inputs[0].shape[1:])
+        probe = np.random.default_rng(0).uniform(1.0, 2.0, shape).astype("float32")
+        chained = probe
+        for layer in layers:
+            chained = layer(chained)
+        if not np.allclose(
+            keras.ops.convert_to_numpy(chained),
+            keras.ops.convert_to_numpy(model(probe)),
+            equal_nan=True,
+        ):
+            raise ValueError(
+                f"The layers of {model.name!r} do not form a chain (each layer "
+                "applied to the output of the one before): formulas need one."
+            )
+    return layers
+
+
+def _unsupported(layer):
+    return ValueError(
+        f"Cannot write a formula for the layer {layer.name!r} of type "
+        f"{type(layer).__name__}: supported are {SUPPORTED}."
+    )
+
+
+def _flatten(model):
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            yield from _flatten(layer)
+        elif not isinstance(layer, keras.layers.InputLayer):
+            yield layer
+
+
+def _names(argument, names, size, prefix):
+    if names is None:
+        return [f"{prefix}{i}" for i in range(size)]
+    names = list(names) if not isinstance(names, str) else names
+    if (
+        isinstance(names, str)
+        or len(names) != size
+        or not all(isinstance(n, str) and n for n in names)
+    ):
+        raise ValueError(
+            f"Received an invalid value for `{argument}`, expected {size} "
+            f"non-empty strings. Received: {argument}={names!r}"
+        )
+    return names

@@ -1,0 +1,284 @@
+"""Division as Mistry, Farrahi & Hare (2021) test it: one NMRU, a/b among 10 inputs.
+
+Their single-layer task with input redundancy ("Learning Division with Neural
+Arithmetic Logic Modules", the NMRU's published 91.6%; their code,
+bmistry4/nalm-division, lfs_batch_jobs/single_layer_task/neurips_2021/
+sltr-in10.sh): `x` has 10 inputs, `a = x[o]` and `b = x[o + 1]` at an offset
+`o` drawn from the seed (`StaticArithmetic` with `input_size=10,
+subset_ratio=0.1, overlap_ratio=0`), the other 8 irrelevant; the target is
+`a / b`. Nine (interpolation -> extrapolation) ranges, 25 seeds each: 225
+runs. The model is one `keras_nalu.NMRU(1)` (20 weights: 10 inputs and their
+reciprocals). Their recipe: Adam lr 1e-2, batches of 128, 100,000
+iterations, each run's gradient norm clipped to 1, the sparsity penalty 10
+ramped in from iteration 50,000 to 75,000; evaluated every 1,000 iterations
+on 10,000 examples per split; a run is solved when its extrapolation MSE at
+the evaluation with the lowest interpolation MSE is below 1e-5 (their fixed
+threshold, not Madsen & Johansen's simulated one).
+
+Their NMRU is the sign-retrieving one ("SignNMRU": it multiplies magnitudes
+and restores the sign with `cos(pi * k @ W)`): `keras_nalu.NMRU(1,
+sign_retrieval=True)`, the default here; `--no-sign-retrieval` trains the
+package's default NMRU, which multiplies the signed values. What differs from
+their code: their reciprocal is `1 / (x + 1.2e-7)` in training and `1 / x` in
+evaluation; ours bounds `|x|` below by `epsilon = 1e-7` in both.
+
+All runs of a range train in one program (`nalu_research.seed_batched`),
+checkpointed after every evaluation: run the same command again after an
+interruption and it resumes. The snapped model (`keras_nalu.snap_weights`,
+verified) of the first solved run on U[1, 2] (else of the first range with
+one) is exported as a SavedModel.
+
+    python examples/division_benchmark.py                 # 9 ranges x 25 seeds
+    python examples/division_benchmark.py --ranges 6 --seeds 5 --iterations 20000
+"""
+
+import argparse
+import os
+import shutil
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from keras_nalu import export_saved_model, snap_weights  # noqa: E402
+from keras_nalu.training import Progress  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    add_backend_argument,
+    add_training_arguments,
+    can_export,
+    positive_float,
+    positive_int,
+)
+from nalu_research.monitoring import (  # noqa: E402
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
+)
+from nalu_research.seed_batched import StaticBenchmark  # noqa: E402
+from nalu_research.tasks import wilson_interval  # noqa: E402
+
+# Their nine (interpolation, extrapolation) ranges, in their order.
+RANGES = (
+    ((-20.0, -10.0), (-40.0, -20.0)),
+    ((-2.0, -1.0), (-6.0, -2.0)),
+    ((-1.2, -1.1), (-6.1, -1.2)),
+    ((-0.2, -0.1), (-2.0, -0.2)),
+    ((-2.0, 2.0), ((-6.0, -2.0), (2.0, 6.0))),
+    ((0.1, 0.2), (0.2, 2.0)),
+    ((1.0, 2.0), (2.0, 6.0)),
+    ((1.1, 1.2), (1.2, 6.0)),
+    ((10.0, 20.0), (20.0, 40.0)),
+)
+TASK = {"input_size": 10, "subset_ratio": 0.1, "overlap_ratio": 0.0}
+PUBLISHED = 0.916  # their success over the 225 runs
+EXPORTED_RANGE = 6  # U[1, 2] -> U[2, 6], exported when solved
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=positive_int, default=25,
+                        help="seeds 0..N-1 per range (default 25)")  # fmt: skip
+    parser.add_argument(
+        "--ranges",
+        type=int,
+        nargs="+",
+        choices=range(len(RANGES)),
+        default=list(range(len(RANGES))),
+        help="indices of the ranges to run (default all nine)",
+    )
+    parser.add_argument("--iterations", type=positive_int, default=100_000)
+    parser.add_argument("--eval-every", type=positive_int, default=1000)
+    parser.add_argument("--eval-size", type=positive_int, default=10_000)
+    parser.add_argument("--learning-rate", type=positive_float, default=1e-2)
+    parser.add_argument("--clipnorm", type=positive_float, default=1.0,
+                        help="each run's gradient norm bound (default 1)")  # fmt: skip
+    parser.add_argument(
+        "--regularization",
+        nargs=3,
+        type=float,
+        metavar=("STRENGTH", "START", "END"),
+        default=[10.0, 50_000, 75_000],
+        help="the penalty schedule (default 10 from 50,000 to 75,000)",
+    )
+    parser.add_argument("--threshold", type=positive_float, default=1e-5)
+    parser.add_argument(
+        "--sign-retrieval",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the NMRU's sign by Mistry et al.'s cosine (their published "
+        "unit; default), or signed products (--no-sign-retrieval)",
+    )
+    parser.add_argument(
+        "--export-dir",
+        default=os.path.join("saved_models", "division_nmru"),
+        help="where the snapped model of a solved run is exported",
+    )
+    add_output_arguments(parser, "results/division_benchmark.json")
+    add_training_arguments(parser, "division_benchmark")
+    add_backend_argument(parser, "division_benchmark")
+    args = parser.parse_args(argv)
+    strength, start, end = args.regularization
+    if not (strength >= 0 and 0 <= start <= end and start == int(start)
+            and end == int(end)):  # fmt: skip
+        parser.error(
+            "--regularization expects STRENGTH >= 0 and integer steps 0 <= START <= END"
+        )
+    args.regularization = [strength, int(start), int(end)]
+    args.png = png_path(args)
+    return args
+
+
+def describe(value):
+    """`U[lo, hi]`, or a union of them."""
+    if np.ndim(value) == 1:
+        return f"U[{value[0]:g}, {value[1]:g}]"
+    return " u ".join(describe(part) for part in value)
+
+
+def run_range(index, args):
+    """Trains the seeds of range `index`; returns its runs' summaries and the
+    snapped model of its first solved run (or None)."""
+    interpolation, extrapolation = RANGES[index]
+    bench = StaticBenchmark(
+        "single-nmru",
+        "div",
+        range(args.seeds),
+        learning_rate=args.learning_rate,
+        eval_size=args.eval_size,
+        regularization=args.regularization,
+        clipnorm=args.clipnorm,
+        threshold=args.threshold,
+        layer_options={"nmru": {"sign_retrieval": args.sign_retrieval}},
+        interpolation_range=interpolation,
+        extrapolation_range=extrapolation,
+        **TASK,
+    )
+    label = f"{describe(interpolation)} -> {describe(extrapolation)}"
+    print(f"range {index}: {label}, {args.seeds} seeds", flush=True)
+    log = tensorboard(args, f"range{index}")
+    run = bench.run(
+        args.iterations,
+        eval_every=args.eval_every,
+        checkpoint=args.checkpoint_dir / f"range{index}",
+        progress=Progress(args.iterations, unit="iteration", label=f"  range {index}"),
+        on_eval=(lambda e: log[0].write(e["iteration"], bench.scalars(e)))
+        if log
+        else None,
+    )
+    runs = bench.summarize(run["history"])
+    formulas = bench.exact_formulas()
+    snapped = None
+    for result, formula in zip(runs, formulas, strict=True):
+        result.update(range=index, formula=formula)
+        if snapped is None and formula is not None and result["success"]:
+            snapped = (result["seed"], bench)
+    return runs, snapped, run["ms_per_run_iteration"]
+
+
+def tables(results, args):
+    lines = ["", "Success by range (extrapolation MSE below "
+             f"{args.threshold:g} at the best interpolation evaluation; Wilson "
+             "95% interval), the median iteration first solved, and the runs "
+             "that snapped to exact weights:", "",
+             "| range | interpolation | extrapolation | solved | median solved at "
+             "| snapped |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for index in args.ranges:
+        runs = [r for r in results if r["range"] == index]
+        wins = sum(r["success"] for r in runs)
+        low, high = wilson_interval(wins, len(runs))
+        at = [r["solved_at"] for r in runs if r["solved_at"] is not None]
+        median = f"{int(np.median(at)):,}" if at else "-"
+        snapped = sum(r["formula"] is not None for r in runs)
+        interpolation, extrapolation = RANGES[index]
+        lines.append(
+            f"| {index} | {describe(interpolation)} | {describe(extrapolation)} "
+            f"| {wins}/{len(runs)} [{low:.2f}, {high:.2f}] | {median} "
+            f"| {snapped}/{len(runs)} |"
+        )
+    wins = sum(r["success"] for r in results)
+    low, high = wilson_interval(wins, len(results))
+    lines += ["", f"All ranges: {wins}/{len(results)} solved = "
+              f"{wins / len(results):.1%} [{low:.3f}, {high:.3f}]; Mistry et "
+              f"al. published {PUBLISHED:.1%} over 9 ranges x 25 seeds."]  # fmt: skip
+    example = next((r for r in results if r["formula"]), None)
+    if example:
+        lines.append(
+            f"A snapped run (range {example['range']}, seed {example['seed']}): "
+            f"`{example['formula']}`"
+        )
+    return lines
+
+
+def plot(results, args):
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    rates, errors = [], [[], []]
+    for index in args.ranges:
+        runs = [r for r in results if r["range"] == index]
+        wins = sum(r["success"] for r in runs)
+        low, high = wilson_interval(wins, len(runs))
+        rates.append(wins / len(runs))
+        errors[0].append(max(0.0, rates[-1] - low))
+        errors[1].append(max(0.0, high - rates[-1]))
+    ax.bar(range(len(rates)), rates, yerr=errors, capsize=3, label="NMRU here")
+    ax.axhline(PUBLISHED, color="k", linestyle="--", linewidth=1,
+               label=f"Mistry et al., all ranges ({PUBLISHED:.1%})")  # fmt: skip
+    ax.set_xticks(range(len(rates)))
+    ax.set_xticklabels([describe(RANGES[i][0]) for i in args.ranges], fontsize=7)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("success rate")
+    ax.set_title(f"a/b, one NMRU, 10 inputs: {args.seeds} seeds per range, "
+                 f"{args.iterations} iterations (Wilson 95%)", fontsize=9)  # fmt: skip
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    save_png(fig, args.png)
+
+
+def export(snapped, args):
+    """Exports the snapped model of the first solved run on U[1, 2], else
+    of the first range with one (`snapped`: `{range: (seed, bench)}`)."""
+    if not snapped or not can_export("the snapped NMRU"):
+        return None
+    seed, bench = snapped.get(EXPORTED_RANGE) or next(iter(snapped.values()))
+    task = bench.tasks[seed]
+    x, _ = task.sample(256, "extrapolation", seed=(seed, 2**31 - 3))
+    model, _ = snap_weights(bench.keras_model(seed), (x, task.targets(x)))
+    return export_saved_model(model, args.export_dir, x[:8])
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    start = time.perf_counter()
+    results, speed, snapped = [], {}, {}
+    for index in args.ranges:
+        runs, solved, ms = run_range(index, args)
+        results += runs
+        speed[index] = ms
+        if solved is not None:
+            snapped[index] = solved
+        save_json(
+            {
+                "arguments": {k: v for k, v in vars(args).items()
+                              if k not in ("checkpoint_dir", "tensorboard")},
+                "ms_per_run_iteration": speed,
+                "wall_seconds": time.perf_counter() - start,
+                "runs": results,
+            },
+            args.json,
+        )  # fmt: skip
+    exported = export(snapped, args)
+    shutil.rmtree(args.checkpoint_dir, ignore_errors=True)
+    print("\n".join(tables(results, args)))
+    plot(results, args)
+    print(f"Wall time: {time.perf_counter() - start:.0f} s.")
+    if exported:
+        print(f"Exported a solved run's snapped NMRU to {exported}.")
+    print(f"Wrote {args.json} and {args.png}.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The division benchmark (Mistry et al.'s single NMRU among 10 inputs): its
+task, and a smoke run of examples/division_benchmark.py that solves U[1, 2],
+exports the snapped unit and serves it without keras_nalu."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nalu_research.experiments.division_benchmark import RANGES, TASK
+from nalu_research.tasks import StaticArithmetic
+from tests.processes import tensorboard_scalars
+from tests.test_export import serve_in_fresh_process
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "division_benchmark.py"
+
+
+def test_the_task_is_two_adjacent_inputs_of_ten():
+    for seed in range(20):
+        task = StaticArithmetic("div", seed=seed, **TASK)
+        a, b = task.a_slice, task.b_slice
+        assert a.stop - a.start == b.stop - b.start == 1 and b.start == a.start + 1
+        assert 0 <= a.start <= 8
+    x, y = task.sample(4, "train", seed=0)
+    np.testing.assert_allclose(y[:, 0], x[:, a.start] / x[:, b.start], rtol=1e-6)
+    assert len(RANGES) == 9
+
+
+@pytest.mark.research  # plots with matplotlib, TensorBoard logs
+def test_smoke_run_solves_a_range_and_exports_it(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--ranges", "6", "1", "--seeds", "2",
+         "--iterations", "8000", "--eval-every", "1000", "--eval-size", "256",
+         "--regularization", "10", "3000", "5000",
+         "--json", str(tmp_path / "d.json"), "--export-dir", str(tmp_path / "sm"),
+         "--checkpoint-dir", str(tmp_path / "ck"),
+         "--tensorboard", str(tmp_path / "tb")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "| 6 | U[1, 2] | U[2, 6] | 2/2 [0.34, 1.00] |" in out
+    assert "Mistry et al. published 91.6% over 9 ranges x 25 seeds" in out
+    data = json.loads((tmp_path / "d.json").read_text())
+    assert len(data["runs"]) == 4
+    solved = [r for r in data["runs"] if r["range"] == 6]
+    for run in data["runs"]:  # y0 = x_o / x_(o+1), as the seed's task has it
+        task = StaticArithmetic("div", seed=run["seed"], **TASK)
+        want = f"y0 = x{task.a_slice.start}/x{task.b_slice.start}"
+        assert run["formula"] in (want, None)
+    assert all(r["formula"] for r in solved)
+    assert (tmp_path / "d.png").stat().st_size > 1000
+    assert not (tmp_path / "ck").exists()
+    assert set(tensorboard_scalars(tmp_path / "tb")) == {"range6", "range1"}
+    # The exported unit divides exactly, served by TensorFlow alone.
+    x = np.random.default_rng(0).uniform(2, 6, (5, 10)).astype("float32")
+    task = StaticArithmetic("div", seed=solved[0]["seed"], **TASK)
+    served = serve_in_fresh_process(tmp_path / "sm", {"x": x}, tmp_path)["x"]
+    want = x[:, task.a_slice.start] / x[:, task.b_slice.start]
+    np.testing.assert_allclose(served[:, 0], want, rtol=1e-6)

@@ -80,9 +80,20 @@ def ramp(step, start, end):
     return ops.clip((step - start) / float(end - start), 0.0, 1.0)
 
 
-def nau(x, w):
-    """The neural addition unit `x @ clip(W, -1, 1)` (Madsen & Johansen, 2020)."""
-    return ops.matmul(x, ops.clip(w, -1.0, 1.0))
+def nau(x, w, center=None):
+    """The neural addition unit `x @ clip(W, -1, 1)` (Madsen & Johansen, 2020).
+
+    With `center` (a tensor broadcastable to `x`, typically the batch mean of
+    `x`), the output is the same but the gradient of `W` is taken of the
+    centered inputs: `(x - c) @ W + stop_gradient(c @ W)`, `c` itself
+    stop-gradient. The gradient of `x` is unchanged.
+    """
+    w = ops.clip(w, -1.0, 1.0)
+    if center is None:
+        return ops.matmul(x, w)
+    x = ops.convert_to_tensor(x)
+    center = ops.stop_gradient(ops.broadcast_to(center, ops.shape(x)))
+    return ops.matmul(x - center, w) + ops.stop_gradient(ops.matmul(center, w))
 
 
 def _gated_product(x, w):

@@ -229,7 +229,7 @@ def _nac_weights(params, layer, prefix=""):
     )
 
 
-def _apply_layer(kind, params, layer, h, options=None):
+def _apply_layer(kind, params, layer, h, options=None, training=False):
     defaults = layer_settings(kind, options)
     if kind == "nac":
         return nalu_ops.nac(h, _nac_weights(params, layer))
@@ -256,16 +256,23 @@ def _apply_layer(kind, params, layer, h, options=None):
     kernel = params[f"kernel_{layer}"]
     if kind == "nmru":
         return nalu_ops.nmru(h, kernel, defaults.epsilon, defaults.sign_retrieval)
-    return {"nau": nalu_ops.nau, "nmu": nalu_ops.nmu}[kind](h, kernel)
+    if kind == "nau":
+        # As the layer: in training, the gradient of the batch-centered inputs.
+        center = None
+        if training and defaults.centered_gradient:
+            center = ops.mean(h, axis=-2, keepdims=True)  # each run's batch
+        return nalu_ops.nau(h, kernel, center=center)
+    return nalu_ops.nmu(h, kernel)
 
 
-def forward(model, params, x, options=None):
+def forward(model, params, x, options=None, training=False):
     """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`,
-    its layers changed by `options` (see `layer_settings`)."""
+    its layers changed by `options` (see `layer_settings`), in training mode
+    or not (as the layers' `training` argument)."""
     if model in UNIT_MODELS:
         h = x
         for layer, kind in enumerate(UNIT_MODELS[model]):
-            h = _apply_layer(kind, params, layer, h, options)
+            h = _apply_layer(kind, params, layer, h, options, training)
         return h
     h = ops.add(ops.matmul(x, params["kernel_0"]), params["bias_0"][:, None, :])
     if model == "crelu":
@@ -669,7 +676,7 @@ class StaticBenchmark:
         """Each run's loss `(runs,)` on batch `step`: its MSE plus its layers'
         scheduled penalties, each weighted `strength * ramp(step, start, end)`."""
         x, y = self._batch(step)
-        error = forward(self.model, params, x, self.layer_options) - y
+        error = forward(self.model, params, x, self.layer_options, training=True) - y
         loss = ops.mean(ops.square(error), axis=(1, 2))
         for layer, (strength, start, end) in self.schedules.items():
             if strength > 0:  # as the layers: no penalty term at strength 0

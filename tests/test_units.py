@@ -150,7 +150,12 @@ KERNEL_ARGS = {
     "kernel_constraint": "non_neg",
 }
 LAYERS = {
-    NAU: {**SCHEDULE, **KERNEL_ARGS, "kernel_initializer": "glorot_normal"},
+    NAU: {
+        **SCHEDULE,
+        **KERNEL_ARGS,
+        "kernel_initializer": "glorot_normal",
+        "centered_gradient": True,
+    },
     NMU: {**SCHEDULE, **KERNEL_ARGS, "kernel_initializer": "random_uniform"},
     NMRU: {**SCHEDULE, **KERNEL_ARGS, "epsilon": 1e-4, "sign_retrieval": True},
     INALU: {
@@ -321,6 +326,35 @@ def test_nmru_sign_retrieval_agrees_at_discrete_weights_and_never_crosses_zero()
     np.testing.assert_allclose(retrieved, 1.5 * np.cos(np.pi / 4), rtol=1e-6)
     with pytest.raises(ValueError, match="`sign_retrieval`"):
         NMRU(1, sign_retrieval="yes")
+
+
+def test_nau_centered_gradient_keeps_the_output_and_centers_the_kernel_gradient():
+    from nalu_research.seed_batched import _value_and_grad
+
+    x = RNG.uniform(1, 2, size=(16, 3)).astype("float32")
+    w = RNG.uniform(-1, 1, size=(3, 2)).astype("float32")
+    center = x.mean(axis=0, keepdims=True)
+    np.testing.assert_allclose(
+        to_np(nalu_ops.nau(x, w, center=center)), x @ w, rtol=1e-5, atol=1e-6
+    )
+
+    def loss(params, centered):
+        y = nalu_ops.nau(params[0], params[1], center=center if centered else None)
+        return keras.ops.sum(keras.ops.square(y))
+
+    for centered in (False, True):
+        grad_of = _value_and_grad(lambda p, c=centered: loss(p, c))
+        _, (gx, gw) = grad_of([keras.ops.convert_to_tensor(v) for v in (x, w)])
+        delta = 2 * x @ w  # d loss / d y
+        inputs = x - center if centered else x
+        np.testing.assert_allclose(to_np(gw), inputs.T @ delta, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(to_np(gx), delta @ w.T, rtol=1e-4, atol=1e-4)
+    layer = NAU(2, centered_gradient=True)
+    np.testing.assert_allclose(
+        to_np(layer(x, training=True)), to_np(layer(x)), rtol=1e-5, atol=1e-6
+    )
+    with pytest.raises(ValueError, match="`centered_gradient`"):
+        NAU(1, centered_gradient=1)
 
 
 def test_effective_kernel_before_build_raises():

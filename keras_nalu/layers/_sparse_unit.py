@@ -72,7 +72,7 @@ class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
     def call(self, inputs, training=False):
         w = self.effective_kernel
         self._add_scheduled_penalty(lambda: nalu_ops.sparsity_penalty(w), training)
-        return self._unit(ops.cast(inputs, self.compute_dtype), w)
+        return self._unit(ops.cast(inputs, self.compute_dtype), w, training)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)[:-1] + (self.units,)

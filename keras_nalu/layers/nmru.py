@@ -98,7 +98,7 @@ class NMRU(NMU):
         self.epsilon = _validation.positive_float("epsilon", epsilon)
         self.sign_retrieval = _validation.boolean("sign_retrieval", sign_retrieval)
 
-    def _unit(self, x, w):
+    def _unit(self, x, w, training=False):
         return nalu_ops.nmru(x, w, self.epsilon, self.sign_retrieval)
 
     def get_config(self):

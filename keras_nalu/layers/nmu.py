@@ -88,5 +88,5 @@ class NMU(SparseUnit):
         )
         compute_in_float32(self)
 
-    def _unit(self, x, w):
+    def _unit(self, x, w, training=False):
         return nalu_ops.nmu(x, w)

@@ -54,7 +54,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.seed_batched import MODELS, StaticBenchmark  # noqa: E402
+from nalu_research.seed_batched import LAYERS, MODELS, StaticBenchmark  # noqa: E402
 from nalu_research.tasks import (  # noqa: E402
     MADSEN_JOHANSEN_SOLVED_BY,
     OPERATIONS,
@@ -102,6 +102,15 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--learning-rate", type=float, default=1e-3, help="Adam's (default 1e-3)"
+    )
+    parser.add_argument(
+        "--layer-option",
+        nargs=3,
+        action="append",
+        metavar=("KIND", "ARGUMENT", "VALUE"),
+        help="a constructor argument of the layers of one kind (nau, nmu, "
+        "nmru, ...), VALUE as JSON; repeatable, e.g. --layer-option nau "
+        "centered_gradient true",
     )
     parser.add_argument(
         "--clipnorm",
@@ -156,6 +165,7 @@ def parse_args(argv=None):
         parser.error("--learning-rate must be a positive number")
     if args.clipnorm is not None and not args.clipnorm > 0:
         parser.error("--clipnorm must be a positive number")
+    args.layer_options = layer_options(args.layer_option, parser)
     if args.regularization is not None:
         strength, start, end = args.regularization
         if not (strength >= 0 and 0 <= start <= end and start == int(start)
@@ -173,6 +183,32 @@ def parse_args(argv=None):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     return args
+
+
+def layer_options(triples, parser):
+    """`{kind: {argument: value}}` of `--layer-option` (None without any)."""
+    if not triples:
+        return None
+    options = {}
+    for kind, argument, value in triples:
+        if kind not in LAYERS:
+            parser.error(
+                f"--layer-option: unknown layer kind {kind!r}, expected one of "
+                f"{', '.join(LAYERS)}"
+            )
+        try:
+            options.setdefault(kind, {})[argument] = json.loads(value)
+        except json.JSONDecodeError:
+            parser.error(
+                f"--layer-option {kind} {argument}: VALUE must be JSON (true, "
+                f'1e-3, "name"), got {value!r}'
+            )
+    try:
+        for kind, changes in options.items():
+            LAYERS[kind](1, **changes)
+    except (TypeError, ValueError) as error:
+        parser.error(f"--layer-option: {error}")
+    return options
 
 
 def load_saved(paths, parser):
@@ -439,6 +475,7 @@ def main(argv=None):
             regularization=args.regularization or "default",
             nmu_center=args.nmu_center,
             clipnorm=args.clipnorm,
+            layer_options=args.layer_options,
             **(SIGNED if args.signed else {}),
         )
         print(

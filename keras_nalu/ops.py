@@ -193,6 +193,5 @@ def nmru(x, w, epsilon=DEFAULT_EPSILON, sign_retrieval=False):
     if not sign_retrieval:
         return nmu(z, w)
     w = ops.clip(w, 0.0, 1.0)
-    negative = ops.cast(z < 0, w.dtype if hasattr(w, "dtype") else "float32")
-    sign = ops.cos(np.pi * ops.matmul(negative, w))
+    sign = ops.cos(np.pi * ops.matmul(ops.cast(z < 0, z.dtype), w))
     return _gated_product(ops.abs(z), w) * sign

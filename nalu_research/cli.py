@@ -71,6 +71,37 @@ class _Backend(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+def add_schedule_argument(parser, default=None, help=None):
+    """Adds `--regularization STRENGTH START END`, the units' penalty schedule,
+    checked at parse time and stored as `[strength, start, end]` (floats,
+    then integer steps)."""
+    parser.add_argument(
+        "--regularization",
+        nargs=3,
+        action=_Schedule,
+        default=default,
+        metavar=("STRENGTH", "START", "END"),
+        help=help,
+    )
+
+
+class _Schedule(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            strength, start, end = (float(v) for v in values)
+        except ValueError:
+            strength = math.nan
+        if not (
+            math.isfinite(strength) and strength >= 0 and 0 <= start <= end
+            and start == int(start) and end == int(end)
+        ):  # fmt: skip
+            parser.error(
+                "--regularization expects STRENGTH >= 0 and integer steps "
+                "0 <= START <= END"
+            )
+        setattr(namespace, self.dest, [strength, int(start), int(end)])
+
+
 def steps_per_execution(steps):
     """`steps` for `model.compile`, or 1 on the torch backend, whose trainer
     runs one step per call."""

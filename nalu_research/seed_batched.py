@@ -891,13 +891,13 @@ class StaticBenchmark:
         `size` fresh held-out and extrapolation examples of the run's task,
         drawn apart from the test sets), or None where snapping is refused
         (the run did not learn exact arithmetic) or for MLPs."""
+        if self.model not in UNIT_MODELS:
+            return [None] * len(self.runs)
+        positive = min(np.ravel(self.tasks[0].interpolation_range)) >= 0
         found = []
         for index, (task, (_, seed)) in enumerate(
             zip(self.tasks, self.runs, strict=True)
         ):
-            if self.model not in UNIT_MODELS:
-                found.append(None)
-                continue
             data = {}
             for split in ("interpolation", "extrapolation"):
                 x, _ = task.sample(size, split, seed=(seed, 2**31 - 2))
@@ -907,7 +907,6 @@ class StaticBenchmark:
             except ValueError:
                 found.append(None)
                 continue
-            positive = min(np.ravel(self.tasks[0].interpolation_range)) >= 0
             found.append(formulas(snapped, positive=positive)[0])
         return found
 

@@ -44,6 +44,7 @@ from keras_nalu.distribute import gather_json, worker_index  # noqa: E402
 from keras_nalu.training import Progress  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     add_backend_argument,
+    add_schedule_argument,
     add_training_arguments,
     create_strategy,
 )
@@ -61,6 +62,7 @@ from nalu_research.tasks import (  # noqa: E402
     PAPER_TABLE_1,
     SYMBOLS,
     StaticArithmetic,
+    wilson_bars,
     wilson_interval,
 )
 
@@ -118,12 +120,8 @@ def parse_args(argv=None):
         help="bound each run's gradient norm, as PyTorch's clip_grad_norm_ "
         "(default: none)",
     )
-    parser.add_argument(
-        "--regularization",
-        nargs=3,
-        type=float,
-        metavar=("STRENGTH", "START", "END"),
-        help="the units' penalty schedule (default: the layers' defaults)",
+    add_schedule_argument(
+        parser, help="the units' penalty schedule (default: the layers' defaults)"
     )
     parser.add_argument(
         "--nmu-center",
@@ -166,15 +164,6 @@ def parse_args(argv=None):
     if args.clipnorm is not None and not args.clipnorm > 0:
         parser.error("--clipnorm must be a positive number")
     args.layer_options = layer_options(args.layer_option, parser)
-    if args.regularization is not None:
-        strength, start, end = args.regularization
-        if not (strength >= 0 and 0 <= start <= end and start == int(start)
-                and end == int(end)):  # fmt: skip
-            parser.error(
-                "--regularization expects STRENGTH >= 0 and integer steps "
-                "0 <= START <= END"
-            )
-        args.regularization = [strength, int(start), int(end)]
     defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
     for name, value in defaults.items():
         if getattr(args, name) is None:
@@ -377,14 +366,10 @@ def plot(results, args):
     )
     width = 0.8 / len(args.models)
     for j, m in enumerate(args.models):
-        rates, errors = [], [[], []]
-        for op in args.operations:
-            runs = [r for r in results if r["model"] == m and r["operation"] == op]
-            wins = sum(r["success"] for r in runs)
-            low, high = wilson_interval(wins, len(runs))
-            rates.append(wins / len(runs))
-            errors[0].append(max(0.0, rates[-1] - low))
-            errors[1].append(max(0.0, high - rates[-1]))
+        rates, errors = wilson_bars(
+            [r for r in results if r["model"] == m and r["operation"] == op]
+            for op in args.operations
+        )
         x = np.arange(len(args.operations)) + j * width
         ax.bar(x, rates, width, yerr=errors, capsize=2, label=NAMES.get(m, m))
     ax.set_xticks(np.arange(len(args.operations)) + width * (len(args.models) - 1) / 2)

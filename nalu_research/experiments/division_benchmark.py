@@ -45,6 +45,7 @@ from keras_nalu import export_saved_model, snap_weights  # noqa: E402
 from keras_nalu.training import Progress  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     add_backend_argument,
+    add_schedule_argument,
     add_training_arguments,
     can_export,
     positive_float,
@@ -59,7 +60,7 @@ from nalu_research.monitoring import (  # noqa: E402
     tensorboard,
 )
 from nalu_research.seed_batched import StaticBenchmark  # noqa: E402
-from nalu_research.tasks import wilson_interval  # noqa: E402
+from nalu_research.tasks import wilson_bars, wilson_interval  # noqa: E402
 
 # Their nine (interpolation, extrapolation) ranges, in their order.
 RANGES = (
@@ -96,11 +97,8 @@ def parse_args(argv=None):
     parser.add_argument("--learning-rate", type=positive_float, default=1e-2)
     parser.add_argument("--clipnorm", type=positive_float, default=1.0,
                         help="each run's gradient norm bound (default 1)")  # fmt: skip
-    parser.add_argument(
-        "--regularization",
-        nargs=3,
-        type=float,
-        metavar=("STRENGTH", "START", "END"),
+    add_schedule_argument(
+        parser,
         default=[10.0, 50_000, 75_000],
         help="the penalty schedule (default 10 from 50,000 to 75,000)",
     )
@@ -121,13 +119,6 @@ def parse_args(argv=None):
     add_training_arguments(parser, "division_benchmark")
     add_backend_argument(parser, "division_benchmark")
     args = parser.parse_args(argv)
-    strength, start, end = args.regularization
-    if not (strength >= 0 and 0 <= start <= end and start == int(start)
-            and end == int(end)):  # fmt: skip
-        parser.error(
-            "--regularization expects STRENGTH >= 0 and integer steps 0 <= START <= END"
-        )
-    args.regularization = [strength, int(start), int(end)]
     args.png = png_path(args)
     return args
 
@@ -216,14 +207,9 @@ def tables(results, args):
 def plot(results, args):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 3.5))
-    rates, errors = [], [[], []]
-    for index in args.ranges:
-        runs = [r for r in results if r["range"] == index]
-        wins = sum(r["success"] for r in runs)
-        low, high = wilson_interval(wins, len(runs))
-        rates.append(wins / len(runs))
-        errors[0].append(max(0.0, rates[-1] - low))
-        errors[1].append(max(0.0, high - rates[-1]))
+    rates, errors = wilson_bars(
+        [r for r in results if r["range"] == index] for index in args.ranges
+    )
     ax.bar(range(len(rates)), rates, yerr=errors, capsize=3, label="NMRU here")
     ax.axhline(PUBLISHED, color="k", linestyle="--", linewidth=1,
                label=f"Mistry et al., all ranges ({PUBLISHED:.1%})")  # fmt: skip

@@ -14,6 +14,7 @@ from nalu_research.tasks.metrics import (
     paper_scale,
     sparsity_error,
     success_threshold,
+    wilson_bars,
     wilson_interval,
 )
 from nalu_research.tasks.static_arithmetic import (
@@ -40,5 +41,6 @@ __all__ = [
     "paper_scale",
     "sparsity_error",
     "success_threshold",
+    "wilson_bars",
     "wilson_interval",
 ]

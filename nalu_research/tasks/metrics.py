@@ -84,6 +84,21 @@ def wilson_interval(successes, trials, confidence=0.95):
     return low, high
 
 
+def wilson_bars(groups):
+    """`(rates, yerr)` for a bar plot of success rates with Wilson intervals:
+    per group of runs (dicts with a boolean `"success"`), its rate, and the
+    distances from the rate down and up to its interval, as Matplotlib's
+    `yerr` takes them."""
+    rates, yerr = [], ([], [])
+    for runs in groups:
+        wins = sum(r["success"] for r in runs)
+        low, high = wilson_interval(wins, len(runs))
+        rates.append(wins / len(runs))
+        yerr[0].append(max(0.0, rates[-1] - low))
+        yerr[1].append(max(0.0, high - rates[-1]))
+    return rates, yerr
+
+
 def sparsity_error(w):
     """`max(min(|W|, |1 - |W||))`: 0 when every weight is -1, 0 or 1."""
     w = np.abs(np.asarray(w, dtype=np.float64))

@@ -37,7 +37,9 @@ def export_saved_model(
 
     The SavedModel needs neither Keras nor `keras_nalu` to serve: its
     `serve` endpoint (also the `serving_default` signature, for
-    `saved_model_cli` and TF Serving) takes a batch of any size. A wrong
+    `saved_model_cli` and TF Serving) takes a batch of any size: a tensor,
+    or for a model of several inputs one list of tensors in the order of
+    `model.inputs` (on both backends). A wrong
     dtype or shape is refused with an error naming the expected one: `serve`
     refuses it when binding its inputs, and the signature, which binds only
     dtypes, checks shapes with `tf.ensure_shape` before the model runs (on
@@ -169,18 +171,31 @@ def _export_checked(model, folder, jit_compile):
             )
         specs.append(tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name))
 
-    def serve(*inputs):
-        inputs = [
+    def checked(inputs):
+        return [
             tf.ensure_shape(x, spec.shape)
             for x, spec in zip(inputs, specs, strict=True)
         ]
-        return model(inputs[0] if len(inputs) == 1 else inputs, training=False)
 
+    # One input is served as a tensor; several as one list of tensors, in
+    # the order of `model.inputs`, as Keras's JAX export takes them.
+    if len(specs) == 1:
+
+        def serve(x):
+            return model(checked([x])[0], training=False)
+
+        signature = specs
+    else:
+
+        def serve(inputs):
+            return model(checked(inputs), training=False)
+
+        signature = [specs]
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint(
         "serve",
-        tf.function(serve, jit_compile=jit_compile or None, input_signature=specs),
+        tf.function(serve, jit_compile=jit_compile or None, input_signature=signature),
     )
     archive.write_out(str(folder), verbose=False)
 

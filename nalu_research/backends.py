@@ -59,6 +59,7 @@ DEFAULTS = {
     "demo": "tensorflow",
     "division_benchmark": "tensorflow",  # the seed-batched engine, as above
     "first_contact": "tensorflow",  # the default backend, as a user meets it
+    "grid_world": "jax",  # measured below
     "identity_extrapolation": "tensorflow",
     "mnist_counting": "tensorflow",
     "mnist_parity": "tensorflow",

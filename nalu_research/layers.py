@@ -9,7 +9,7 @@ library, `keras_nalu`.
 import keras
 from keras import ops
 
-from keras_nalu.layers import ConfiguredNALU
+from keras_nalu.layers import NAC, ConfiguredNALU
 from nalu_research import _checks
 
 _register = keras.saving.register_keras_serializable(package="nalu_research")
@@ -259,3 +259,49 @@ class UGRNNCell(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "units": self.units}
+
+
+@_register
+class InstructedLSTMCell(keras.layers.Layer):
+    """RNN cell: an LSTM core told an instruction, optionally through a NAC.
+
+    Input per step: `[features, instruction]` (the instruction last). States:
+    the LSTM's `h`, `c` and, with `nac_units`, the NAC's output `s`.
+    `s_t = NAC([instruction_t, s_{t-1}, h_{t-1}])`,
+    `h_t = LSTM([features_t, instruction_t, s_t])`; output `h_t`. With
+    `nac_units=0` it is the LSTM alone on `[features, instruction]`.
+
+    The NAC reads its own previous output and the LSTM's, so that it can
+    count: `s_t = s_{t-1} + h` (a saturated unit `h` of 1) and
+    `instruction - s_{t-1} - h`, the time left, are in its reach (weights of
+    -1, 0 and 1), and hold for instructions past those seen in training.
+    """
+
+    def __init__(self, units, nac_units=0, **kwargs):
+        super().__init__(**kwargs)
+        self.units = _checks.positive_int("units", units)
+        self.nac_units = _checks.non_negative_int("nac_units", nac_units)
+        self.core = keras.layers.LSTMCell(units)
+        self.nac = NAC(nac_units) if nac_units else None
+        self.state_size = [units, units] + ([nac_units] if nac_units else [])
+        self.output_size = units
+
+    def build(self, input_shape):
+        self.core.build((None, input_shape[-1] + self.nac_units))
+        if self.nac is not None:
+            self.nac.build((None, 1 + self.nac_units + self.units))
+
+    def call(self, inputs, states, training=False):
+        h, c = states[0], states[1]
+        if self.nac is None:
+            h, (h, c) = self.core(inputs, [h, c], training=training)
+            return h, [h, c]
+        instruction = inputs[:, -1:]
+        s = self.nac(ops.concatenate([instruction, states[2], h], axis=-1))
+        x = ops.concatenate([inputs, s], axis=-1)
+        h, (h, c) = self.core(x, [h, c], training=training)
+        return h, [h, c, s]
+
+    def get_config(self):
+        config = {"units": self.units, "nac_units": self.nac_units}
+        return {**super().get_config(), **config}

@@ -251,6 +251,26 @@ def test_failed_export_removes_the_parent_folders_it_created(tmp_path, monkeypat
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.backends
+def test_model_of_several_inputs_serves_them_as_one_list(tmp_path):
+    """On every exporting backend, `serve` takes a model's several inputs as
+    one list in the order of `model.inputs` (it took them as separate
+    arguments on tensorflow and failed to verify)."""
+    if keras.backend.backend() not in ("tensorflow", "jax"):
+        pytest.skip("Keras exports a SavedModel from tensorflow and jax")
+    import tensorflow as tf
+
+    a, b = keras.Input((3,), name="a"), keras.Input((2,), name="b")
+    model = keras.Model([a, b], NAC(1)(keras.layers.Concatenate()([a, b])))
+    inputs = [np.ones((4, 3), "float32"), np.arange(8, dtype="float32").reshape(4, 2)]
+    export_saved_model(model, tmp_path / "two", inputs)
+    loaded = tf.saved_model.load(str(tmp_path / "two"))
+    served = loaded.serve([tf.constant(x) for x in inputs]).numpy()
+    np.testing.assert_allclose(
+        served, keras.ops.convert_to_numpy(model(inputs)), rtol=1e-6
+    )
+
+
 def test_accepts_a_nested_list_as_sample_input(tmp_path):
     sample = [[0.5, 1.0, 1.5, 2.0], [1.0, 1.0, 1.0, 1.0]]
     assert export_saved_model(static_model(), tmp_path / "m", sample).exists()

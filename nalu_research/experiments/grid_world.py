@@ -1,0 +1,571 @@
+"""Tracking time in a grid world (Trask et al. 2018, Section 4.5, Figure 5):
+an actor-critic agent with and without a NAC.
+
+The environment is `nalu_research.tasks.grid_world` (Gymnasium,
+`nalu_research/GridWorldTime-v0`; its docstring states the choices the paper
+leaves open). Two agents, one Keras model each (`agent_model`): a convnet
+over the 56x56 frame, the instruction T concatenated to its features, an
+LSTM core, and policy and value heads. The NAC agent's core is
+`nalu_research.layers.InstructedLSTMCell` with `nac_units`: T also passes
+through the package's `NAC`, whose output goes back into the LSTM.
+
+**What is built: a synchronous advantage actor-critic (A2C), not the paper's
+A3C.** A3C runs asynchronous workers; on one machine their synchronous
+equivalent batches them: every update plays `--envs` complete episodes in
+parallel with the current policy (Gymnasium's `SyncVectorEnv`), computes
+the advantages with generalized advantage estimation (gamma 1, lambda 0.95;
+an episode is at most L = 30 steps, and its only reward comes at its end),
+and takes one Adam step on the policy-gradient loss, half the value's
+squared error and an entropy bonus (`ActorCriticLoss`), through `model.fit`.
+The paper gives none of these settings.
+
+Each update is an epoch of `keras_nalu.training.fit`, checkpointed: run the
+same command again after an interruption and each agent resumes where it
+stopped. An update's episodes are drawn from `(seed, update)`, so a resumed
+run plays the episodes an uninterrupted one would.
+
+After training, each agent plays `--eval-episodes` episodes for every T in
+`--eval-instructions` (actions sampled from its policy, as in training), and
+the script prints the average episode reward with its standard error beside
+the paper's reading of Figure 5, plots the figure (`--png`), writes the
+results (`--json`) and saves each agent as `.keras` and as a SavedModel
+under `saved_models/` (`saved_models/grid_world_AGENT`).
+
+    python examples/grid_world.py --quick
+    python examples/grid_world.py                  # both agents, about N min
+"""
+
+import argparse
+import math
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import gymnasium as gym  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from keras import ops  # noqa: E402
+
+from keras_nalu.training import Progress, fit  # noqa: E402
+from nalu_research import _checks  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    Checkpoints,
+    add_backend_argument,
+    add_training_arguments,
+    can_export,
+    create_strategy,
+    positive_float,
+    positive_int,
+    report,
+)
+from nalu_research.layers import ImageSequenceEncoder, InstructedLSTMCell  # noqa: E402
+from nalu_research.monitoring import (  # noqa: E402
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
+)
+from nalu_research.tasks import grid_world  # noqa: E402
+
+_register = keras.saving.register_keras_serializable(package="nalu_research")
+
+# name: (label, NAC units of the core)
+AGENTS = {"a2c": ("A2C", 0), "a2c_nac": ("A2C + NAC", 4)}
+CORE_UNITS = 64
+GAMMA, LAMBDA = 1.0, 0.95
+# What the paper's Figure 5 shows (read off the figure, not a table): both
+# agents master T in 5..12; the NAC agent "performed well on the task for
+# T <= 19, whereas performance of the standard A3C agent deteriorated for
+# T > 13".
+PAPER_HOLDS_UP_TO = {"a2c": 13, "a2c_nac": 19}
+
+
+@_register
+class ActorCriticLoss(keras.losses.Loss):
+    """The actor's loss at every step of a batch of episodes.
+
+    `y_true` (..., 3) holds the action taken, its advantage and the step's
+    mask (0 after the episode ended); `y_pred` holds the policy's logits.
+    `loss = -mask * (advantage * log pi(action) + entropy * H(pi))`.
+    """
+
+    def __init__(self, entropy=0.01, name="actor_critic", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.entropy = _checks.non_negative_float("entropy", entropy)
+
+    def call(self, y_true, y_pred):
+        action = ops.cast(y_true[..., 0], "int32")
+        advantage, mask = y_true[..., 1], y_true[..., 2]
+        log_pi = ops.log_softmax(y_pred, axis=-1)
+        taken = ops.sum(log_pi * ops.one_hot(action, y_pred.shape[-1]), axis=-1)
+        entropy = -ops.sum(ops.exp(log_pi) * log_pi, axis=-1)
+        return -mask * (advantage * taken + self.entropy * entropy)
+
+    def get_config(self):
+        return {**super().get_config(), "entropy": self.entropy}
+
+
+def agent_model(nac_units=0, units=CORE_UNITS, steps=None):
+    """The agent: frames and T, one row per step, to the policy's logits,
+    the value and the core's states.
+
+    Inputs: `frame` (batch, steps, 56, 56, 3) uint8, `instruction`
+    (batch, steps, 1), and the core's initial states `state_0`, ... Outputs:
+    a dict of `policy` (batch, steps, 5) logits, `value` (batch, steps, 1)
+    and the final states `state_0`, ... Training runs it on whole episodes
+    from zero states; acting runs one step at a time, passing the states on.
+    `steps` fixes the steps axis (the exported agent takes one step a call).
+    """
+    frame = keras.Input((steps, grid_world.FRAME, grid_world.FRAME, 3), name="frame")
+    instruction = keras.Input((steps, 1), name="instruction")
+    cell = InstructedLSTMCell(units, nac_units, name="core_cell")
+    states = [
+        keras.Input((size,), name=f"state_{i}")
+        for i, size in enumerate(cell.state_size)
+    ]
+    encoder = keras.Sequential(
+        [
+            keras.layers.Rescaling(1 / 255),
+            # One filter position per cell of the frame.
+            keras.layers.Conv2D(16, grid_world.CELL, strides=grid_world.CELL),
+            keras.layers.ReLU(),
+            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(128, activation="relu"),
+        ],
+        name="convnet",
+    )
+    features = ImageSequenceEncoder(encoder, name="frames")(frame)
+    x = keras.layers.Concatenate()([features, instruction])
+    h, *final = keras.layers.RNN(
+        cell, return_sequences=True, return_state=True, name="core"
+    )(x, initial_state=states)
+    outputs = {
+        "policy": keras.layers.Dense(len(grid_world.ACTIONS), name="policy")(h),
+        "value": keras.layers.Dense(1, name="value")(h),
+        **{f"state_{i}": state for i, state in enumerate(final)},
+    }
+    return keras.Model([frame, instruction, *states], outputs, name="agent")
+
+
+def zero_states(model, batch):
+    """The core's initial states for `batch` episodes."""
+    return [
+        np.zeros((batch, model.get_layer("core").cell.state_size[i]), np.float32)
+        for i in range(len(model.get_layer("core").cell.state_size))
+    ]
+
+
+def play(model, envs, rng, seed, options=None):
+    """Plays one episode in each of the vector environment's `envs`, with
+    actions sampled from the policy by `rng`; every episode runs to its end.
+
+    Returns the steps as arrays (envs, L, ...): `frame`, `instruction`,
+    `action`, `reward`, `value` and `mask` (1 up to and including the step
+    that ended the episode), and `arrived` (envs,), whether the episode
+    ended on the target.
+    """
+    n, length = envs.num_envs, envs.get_attr("time_out")[0]
+    observation, _ = envs.reset(seed=seed, options=options)
+    steps = {
+        "frame": np.zeros((n, length, grid_world.FRAME, grid_world.FRAME, 3), np.uint8),
+        "instruction": np.zeros((n, length, 1), np.float32),
+        **{k: np.zeros((n, length), np.float32) for k in ("action", "reward", "value")},
+        "mask": np.zeros((n, length), np.float32),
+        "arrived": np.zeros(n, bool),
+    }
+    states = zero_states(model, n)
+    active = np.ones(n, bool)
+    for t in range(length):
+        steps["frame"][:, t] = observation["frame"]
+        steps["instruction"][:, t] = observation["instruction"]
+        out = model.predict_on_batch(
+            {
+                "frame": observation["frame"][:, None],
+                "instruction": observation["instruction"][:, None],
+                **{f"state_{i}": s for i, s in enumerate(states)},
+            }
+        )
+        states = [np.asarray(out[f"state_{i}"]) for i in range(len(states))]
+        logits = np.asarray(out["policy"])[:, 0]
+        action = np.argmax(logits - np.log(-np.log(rng.random(logits.shape))), axis=-1)
+        observation, reward, terminated, truncated, info = envs.step(action)
+        steps["action"][:, t] = action
+        steps["value"][:, t] = np.asarray(out["value"])[:, 0, 0]
+        steps["reward"][:, t] = np.where(active, reward, 0.0)
+        steps["mask"][:, t] = active
+        steps["arrived"] |= active & (info["distance"] == 0)
+        active &= ~(terminated | truncated)
+        if not active.any():
+            break
+    return steps
+
+
+def advantages(steps):
+    """Generalized advantage estimates (GAMMA, LAMBDA) and returns of
+    `play`'s steps; 0 where masked."""
+    reward, value, mask = steps["reward"], steps["value"], steps["mask"]
+    advantage = np.zeros_like(reward)
+    following = np.zeros(reward.shape[0], np.float32)
+    for t in reversed(range(reward.shape[1])):
+        next_value = value[:, t + 1] * mask[:, t + 1] if t + 1 < reward.shape[1] else 0
+        delta = reward[:, t] + GAMMA * next_value - value[:, t]
+        following = (delta + GAMMA * LAMBDA * following) * mask[:, t]
+        advantage[:, t] = following
+    return advantage, (advantage + value) * mask
+
+
+def training_batch(model, steps):
+    """`play`'s steps as one `model.fit` batch `(x, y, sample_weight)`:
+    advantages normalized over the steps played, states from zero."""
+    advantage, returns = advantages(steps)
+    mask = steps["mask"]
+    valid = mask > 0
+    spread = advantage[valid].std() if valid.sum() > 1 else 1.0
+    advantage = (advantage - advantage[valid].mean()) / (spread + 1e-8) * mask
+    n = mask.shape[0]
+    x = {"frame": steps["frame"], "instruction": steps["instruction"]}
+    x.update({f"state_{i}": s for i, s in enumerate(zero_states(model, n))})
+    y = {
+        "policy": np.stack([steps["action"], advantage, mask], axis=-1),
+        "value": returns[..., None],
+    }
+    return x, y, {"policy": np.ones_like(mask), "value": 0.5 * mask}
+
+
+def vector_env(episodes, **kwargs):
+    """`episodes` grid worlds in one Gymnasium `SyncVectorEnv`."""
+    return gym.make_vec(
+        grid_world.ENV_ID,
+        num_envs=episodes,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP},
+        **kwargs,
+    )
+
+
+def optimizer(args):
+    return keras.optimizers.Adam(args.learning_rate, global_clipnorm=args.clipnorm)
+
+
+def train(agent, seed, args, checkpoint_dir):
+    """Trains one agent from `seed` for `--updates` updates (the epochs of
+    `keras_nalu.training.fit`, each checkpointed); returns the fit result
+    with the history of the episodes' mean reward and length per update."""
+    envs = vector_env(args.envs)
+    built = {}
+
+    def model_fn():
+        keras.utils.set_random_seed(seed)
+        built["model"] = agent_model(AGENTS[agent][1])
+        return built["model"]
+
+    played = EpisodeLog(args.updates, args.every, f"{AGENTS[agent][0]} seed {seed}")
+
+    def data_fn(update):
+        # The update's episodes and actions depend only on (seed, update).
+        rng = np.random.default_rng([seed, update])
+        steps = play(built["model"], envs, rng, seed=int(rng.integers(2**31)))
+        played.record(steps)
+        return tf.data.Dataset.from_tensors(training_batch(built["model"], steps))
+
+    result = fit(
+        model_fn,
+        data_fn,
+        loss={"policy": ActorCriticLoss(args.entropy), "value": "mse"},
+        optimizer_fn=lambda: optimizer(args),
+        epochs=args.updates,
+        checkpoint_dir=checkpoint_dir,
+        config={
+            "agent": agent,
+            "seed": seed,
+            **{k: getattr(args, k) for k in TRAINING},
+        },
+        callbacks=[played, *tensorboard(args, agent, seed)],
+        verbose=0,
+    )
+    envs.close()
+    return result
+
+
+class EpisodeLog(keras.callbacks.Callback):
+    """Adds the mean reward and length of each update's episodes to the logs
+    (so `fit` keeps them in its history, across a resume) and prints a
+    `Progress` line every `every` updates, with their means over those."""
+
+    def __init__(self, total, every, label):
+        super().__init__()
+        self.every, self.last = every, None
+        self.progress = Progress(total, unit="update", label=label)
+
+    def record(self, steps):
+        self.last = {
+            "episode_reward": float(steps["reward"].sum(axis=1).mean()),
+            "episode_length": float(steps["mask"].sum(axis=1).mean()),
+        }
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs.update(self.last)
+        history = self.model.history.history if self.model.history else {}
+        if (epoch + 1) % self.every == 0 or epoch + 1 == self.progress.total:
+            recent = {
+                name.replace("episode_", ""): np.mean(
+                    [*history.get(name, [])[-(self.every - 1) :], logs[name]]
+                )
+                for name in self.last
+            }
+            self.progress.update(epoch + 1, recent)
+
+
+def evaluate(model, instructions, episodes, seed):
+    """Plays `episodes` episodes for each T of `instructions`; per T the
+    mean episode reward, its standard error, the fraction of episodes that
+    reached the target and the median time of arrival."""
+    envs = vector_env(episodes)
+    rows = []
+    for instruction in instructions:
+        rng = np.random.default_rng([seed, instruction])
+        steps = play(
+            model, envs, rng, seed=int(rng.integers(2**31)),
+            options={"instruction": int(instruction)},
+        )  # fmt: skip
+        reward = steps["reward"].sum(axis=1)
+        length = steps["mask"].sum(axis=1)
+        arrived = steps["arrived"]
+        rows.append(
+            {
+                "instruction": int(instruction),
+                "reward": float(reward.mean()),
+                "standard_error": float(reward.std(ddof=1) / math.sqrt(episodes)),
+                "arrived": float(arrived.mean()),
+                "median_arrival": float(np.median(length[arrived]))
+                if arrived.any()
+                else None,
+            }
+        )
+    envs.close()
+    return rows
+
+
+# The arguments that change a run's results: a checkpoint resumes only a run
+# with the same ones.
+TRAINING = ("envs", "learning_rate", "clipnorm", "entropy")
+QUICK = {"updates": 20, "seeds": 1, "envs": 8, "eval_episodes": 20}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS)
+    )
+    parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 1)")
+    parser.add_argument(
+        "--updates", type=positive_int, help="updates per agent (default 6,000)"
+    )
+    parser.add_argument(
+        "--envs", type=positive_int, help="episodes per update (default 32)"
+    )
+    parser.add_argument("--learning-rate", type=positive_float, default=1e-3)
+    parser.add_argument(
+        "--clipnorm", type=positive_float, default=1.0, help="Adam's global_clipnorm"
+    )
+    parser.add_argument(
+        "--entropy", type=float, default=0.01, help="the entropy bonus's weight"
+    )
+    parser.add_argument(
+        "--eval-episodes",
+        type=positive_int,
+        help="episodes per T in the evaluation (default 400: a standard error "
+        "below 0.05 for rewards in [-1, 1])",
+    )
+    parser.add_argument(
+        "--eval-instructions",
+        nargs=2,
+        type=int,
+        default=[1, 25],
+        metavar=("LOW", "HIGH"),
+        help="the T evaluated, LOW..HIGH (default 1 25, Figure 5's range)",
+    )
+    parser.add_argument(
+        "--every", type=positive_int, default=100, help="updates per progress line"
+    )
+    parser.add_argument(
+        "--save-dir",
+        type=Path,
+        default=Path("saved_models"),
+        help="each agent is saved here as grid_world_AGENT.keras and as the "
+        "SavedModel grid_world_AGENT (default %(default)s)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: 1 seed, 20 updates of 8 episodes, 20 episodes per T",
+    )
+    add_output_arguments(parser, "results/grid_world.json")
+    add_training_arguments(parser, "grid_world")
+    add_backend_argument(parser, "grid_world")
+    args = parser.parse_args(argv)
+    defaults = QUICK if args.quick else {
+        "updates": 6000, "seeds": 1, "envs": 32, "eval_episodes": 400,
+    }  # fmt: skip
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    low, high = args.eval_instructions
+    if not 0 <= low <= high <= grid_world.MAX_INSTRUCTION:
+        parser.error(
+            "argument --eval-instructions: expected LOW HIGH with 0 <= LOW <= "
+            f"HIGH <= {grid_world.MAX_INSTRUCTION}, got {low} {high}"
+        )
+    if args.entropy < 0:
+        parser.error(f"argument --entropy: expected a number >= 0, got {args.entropy}")
+    if args.strategy != "default":
+        parser.error("argument --strategy: the agents train on one device only")
+    args.png = png_path(args)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    strategy = create_strategy(args)
+    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    instructions = range(args.eval_instructions[0], args.eval_instructions[1] + 1)
+    start = time.perf_counter()
+    runs = []
+    # Seed by seed, so that an interrupted run has both agents of a seed.
+    for seed in range(args.seeds):
+        for agent in args.agents:
+            what = f"{AGENTS[agent][0]} seed {seed}"
+            print(f"{what}: {args.updates} updates of {args.envs} episodes", flush=True)
+            began = time.perf_counter()
+            result = train(agent, seed, args, checkpoints(agent, seed))
+            seconds = time.perf_counter() - began
+            report(result, what)
+            rows = evaluate(result.model, instructions, args.eval_episodes, seed)
+            runs.append(
+                {"agent": agent, "seed": seed, "train_seconds": seconds,
+                 "diverged": result.divergence, "evaluation": rows,
+                 "history": {k: result.history[k] for k in
+                             ("episode_reward", "episode_length", "loss")}}
+            )  # fmt: skip
+            if seed == 0:
+                save_agent(result.model, args.save_dir / f"grid_world_{agent}")
+            # The runs so far, in case the next is interrupted.
+            save_json({"arguments": vars(args), "runs": runs}, args.json)
+    print_table(runs, args)
+    seconds = time.perf_counter() - start
+    frames = sum(sum(r["history"]["episode_length"]) * args.envs for r in runs)
+    print(
+        f"\nWall time: {seconds:.0f} s on the {keras.backend.backend()} backend; "
+        f"{frames:,.0f} frames of training in all."
+    )
+    plot(runs, args)
+    save_json(
+        {"arguments": vars(args), "wall_seconds": seconds, "runs": runs}, args.json
+    )
+    print(f"Wrote {args.png} and {args.json}.")
+    checkpoints.remove()
+
+
+def save_agent(model, path):
+    """Saves the agent as `path.keras` and, on a backend that exports, as the
+    SavedModel `path`: the agent for one step a call, from the observation
+    and the core's states to the policy's logits, the value and the next
+    states (verified on a first step before it replaces one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keras_file = path.with_suffix(".keras")
+    partial = path.with_name(path.name + ".partial.keras")
+    model.save(partial)
+    partial.replace(keras_file)
+    print(f"Saved {keras_file}", end="")
+    if can_export("the agent"):
+        from keras_nalu import export_saved_model
+
+        step = agent_model(model.get_layer("core").cell.nac_units, steps=1)
+        step.set_weights(model.get_weights())
+        export_saved_model(step, path, step_inputs(step, batch=4))
+        print(f" and the SavedModel {path}", end="")
+    print(".")
+
+
+def step_inputs(model, batch, seed=0):
+    """One step's inputs for `batch` episodes, first frames of the task, as
+    the list `model.inputs` orders them: frame, instruction, states."""
+    envs = vector_env(batch)
+    observation, _ = envs.reset(seed=seed)
+    envs.close()
+    frame = observation["frame"][:, None].astype(np.float32)
+    return [frame, observation["instruction"][:, None], *zero_states(model, batch)]
+
+
+def print_table(runs, args):
+    """Mean episode reward ± standard error per T, a column per agent (its
+    seeds' median when several), and each agent's median arrival time."""
+    agents = [a for a in args.agents if any(r["agent"] == a for r in runs)]
+    print(
+        f"\nAverage episode reward by instruction T ({args.eval_episodes} episodes "
+        f"per T and seed, ± its standard error; {args.seeds} seed(s), the median "
+        "over seeds; training range 5..12; the median arrival time in brackets):\n"
+    )
+    print("| T | " + " | ".join(AGENTS[a][0] for a in agents) + " |")
+    print("|---" * (len(agents) + 1) + "|")
+    for i, instruction in enumerate(
+        range(args.eval_instructions[0], args.eval_instructions[1] + 1)
+    ):
+        cells = []
+        for agent in agents:
+            rows = [r["evaluation"][i] for r in runs if r["agent"] == agent]
+            reward = np.median([row["reward"] for row in rows])
+            error = np.median([row["standard_error"] for row in rows])
+            arrivals = [row["median_arrival"] for row in rows if row["median_arrival"]]
+            at = f" (t={np.median(arrivals):.0f})" if arrivals else " (never)"
+            cells.append(f"{reward:+.2f} ± {error:.2f}{at}")
+        marker = "*" if 5 <= instruction <= 12 else ""
+        print(f"| {instruction}{marker} | " + " | ".join(cells) + " |")
+    print(
+        "\n* the training range. The paper (Figure 5): both agents master "
+        "training; the NAC agent holds its reward up to T = 19, the A3C "
+        "baseline degrades after T = 13."
+    )
+
+
+def plot(runs, args):
+    """Figure 5: the average episode reward against T, a line per agent and
+    seed, with bars of two standard errors; the training range shaded."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    ax.axvspan(5, 12, color="0.92", label="training range")
+    for n, agent in enumerate(args.agents):
+        for run in (r for r in runs if r["agent"] == agent):
+            rows = run["evaluation"]
+            ax.errorbar(
+                [row["instruction"] for row in rows],
+                [row["reward"] for row in rows],
+                yerr=[2 * row["standard_error"] for row in rows],
+                color=f"C{n}",
+                marker=".",
+                capsize=2,
+                alpha=1.0 if run["seed"] == 0 else 0.5,
+                label=AGENTS[agent][0] if run["seed"] == 0 else None,
+            )
+    ax.axhline(0, color="0.6", linewidth=0.8, linestyle=":")
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_xlabel("instruction T (the time to arrive)")
+    ax.set_ylabel("average episode reward")
+    ax.set_title(
+        f"Grid world: {args.updates:,} updates of {args.envs} episodes, "
+        f"{args.seeds} seed(s)",
+        fontsize=10,
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_png(fig, args.png)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""The grid world of Section 4.5 (a Gymnasium environment) and its
+actor-critic agents."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import keras
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from nalu_research.experiments import grid_world as experiment
+from nalu_research.layers import InstructedLSTMCell
+from nalu_research.tasks import grid_world
+
+pytestmark = pytest.mark.research
+
+
+def make(**kwargs):
+    return gym.make(grid_world.ENV_ID, disable_env_checker=True, **kwargs).unwrapped
+
+
+def walk_to_target(env, slack, wait):
+    """Resets with T = the distance to the target + `slack`, PASSes `wait`
+    steps, then walks straight onto the target; returns the rewards, the
+    last step's result and T."""
+    # With T given, the positions depend on the seed only.
+    env.reset(seed=3, options={"instruction": 0})
+    instruction = int(np.abs(env.target - env.agent).sum()) + slack
+    env.reset(seed=3, options={"instruction": instruction})
+    (dr, dc) = env.target - env.agent
+    moves = [2 if dr > 0 else 1] * abs(dr) + [4 if dc > 0 else 3] * abs(dc)
+    rewards, result = [], None
+    for action in [0] * wait + moves:
+        result = env.step(action)
+        rewards.append(result[1])
+    return rewards, result, instruction
+
+
+def test_passes_gymnasiums_environment_checker():
+    check_env(make(render_mode="rgb_array"), skip_render_check=False)
+
+
+def test_registered_and_seeded():
+    first = gym.make(grid_world.ENV_ID).reset(seed=7)
+    again = gym.make(grid_world.ENV_ID).reset(seed=7)
+    np.testing.assert_array_equal(first[0]["frame"], again[0]["frame"])
+    assert first[0]["instruction"] == again[0]["instruction"]
+    instructions = {
+        int(gym.make(grid_world.ENV_ID).reset(seed=s)[0]["instruction"][0])
+        for s in range(200)
+    }
+    assert instructions == set(range(5, 13))  # the paper's T ~ U{5, 12}
+
+
+def test_reward_only_on_arriving_at_the_instructed_time():
+    rewards, (_, reward, terminated, truncated, info), instruction = walk_to_target(
+        make(), slack=4, wait=4
+    )
+    assert rewards[:-1] == [0.0] * (len(rewards) - 1)
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert info["arrived"] and info["time"] == instruction
+
+
+@pytest.mark.parametrize("early", [1, 3])
+def test_arriving_early_earns_less(early):
+    _, (_, reward, terminated, _, _), _ = walk_to_target(make(), slack=early, wait=0)
+    assert terminated and reward == pytest.approx(1.0 - 0.1 * early)
+
+
+def test_time_out_ends_with_the_worst_reward():
+    env = make(time_out=6)
+    observation, _ = env.reset(seed=0, options={"instruction": 9})
+    rewards = []
+    for _ in range(6):
+        _, reward, terminated, _, info = env.step(0)  # PASS: never arrives
+        rewards.append(reward)
+    assert rewards == [0.0] * 5 + [-1.0]
+    assert terminated and not info["arrived"]
+
+
+def test_walls_keep_the_agent_inside():
+    env = make()
+    env.reset(seed=0)
+    for _ in range(6):
+        env.step(1)  # UP
+    for _ in range(6):
+        env.step(3)  # LEFT
+    if (env.agent != env.target).any():
+        np.testing.assert_array_equal(env.agent, [0, 0])
+
+
+def test_frame_shows_agent_and_target():
+    env = make(render_mode="rgb_array")
+    observation, _ = env.reset(seed=5)
+    frame = env.render()
+    np.testing.assert_array_equal(frame, observation["frame"])
+    assert frame.shape == (56, 56, 3) and frame.dtype == np.uint8
+
+    def cell(position):
+        row, col = (1 + position) * grid_world.CELL
+        return frame[row : row + grid_world.CELL, col : col + grid_world.CELL]
+
+    assert (cell(env.target) == (255, 0, 0)).all()
+    assert (cell(env.agent) == 255).all()
+    assert (frame[:8] == 128).all()  # the wall
+    assert (frame == (255, 0, 0)).all(axis=-1).sum() == 64  # one 8x8 target
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"instructions": (12, 5)}, "`instructions`.*instructions=\\(12, 5\\)"),
+        ({"instructions": 5}, "`instructions`"),
+        ({"time_out": 0}, "`time_out`"),
+        ({"render_mode": "human"}, "`render_mode`.*'human'"),
+    ],
+)
+def test_invalid_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        grid_world.GridWorldTime(**kwargs)
+
+
+def test_invalid_instruction_and_action_raise():
+    env = make()
+    with pytest.raises(ValueError, match="`instruction`.*instruction=-1"):
+        env.reset(options={"instruction": -1})
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="`action`.*action=5"):
+        env.step(5)
+
+
+@pytest.mark.parametrize("nac_units", [0, 3])
+def test_instructed_cell_round_trips_and_trains_its_nac(nac_units):
+    cell = InstructedLSTMCell(4, nac_units=nac_units)
+    layer = keras.layers.RNN(cell)
+    x = np.random.default_rng(0).normal(size=(2, 5, 6)).astype("float32")
+    y = layer(x)
+    assert y.shape == (2, 4)
+    assert cell.state_size == [4, 4] + ([nac_units] if nac_units else [])
+    clone = InstructedLSTMCell.from_config(cell.get_config())
+    assert clone.get_config() == cell.get_config()
+    if nac_units:
+        import tensorflow as tf  # the research tests run on tensorflow
+
+        with tf.GradientTape() as tape:
+            loss = keras.ops.sum(layer(x) ** 2)
+        grads = tape.gradient(loss, cell.nac.trainable_weights)
+        assert all(float(keras.ops.max(keras.ops.abs(g))) > 0 for g in grads)
+
+
+def test_instructed_cell_rejects_bad_units():
+    with pytest.raises(ValueError, match="`nac_units`.*nac_units=-1"):
+        InstructedLSTMCell(4, nac_units=-1)
+
+
+def test_actor_critic_loss_against_numpy():
+    logits = np.array([[[1.0, 2.0, 0.0, 0.0, -1.0], [0.0] * 5]], "float32")
+    y_true = np.array([[[1, 0.5, 1], [3, 2.0, 0]]], "float32")  # action, adv, mask
+    loss = experiment.ActorCriticLoss(entropy=0.1, reduction=None)
+    got = keras.ops.convert_to_numpy(loss(y_true, logits))
+    p = np.exp(logits[0, 0]) / np.exp(logits[0, 0]).sum()
+    want = -(0.5 * np.log(p[1]) + 0.1 * -(p * np.log(p)).sum())
+    np.testing.assert_allclose(got, [[want, 0.0]], rtol=1e-5)
+
+
+def test_advantages_of_a_final_reward():
+    steps = {
+        "reward": np.array([[0.0, 0.0, 1.0, 0.0]], "float32"),
+        "value": np.array([[0.5, 0.5, 0.5, 9.0]], "float32"),
+        "mask": np.array([[1, 1, 1, 0]], "float32"),
+    }
+    advantage, returns = experiment.advantages(steps)
+    # gamma 1: deltas 0, 0, 0.5 (no value after the end); lambda 0.95.
+    np.testing.assert_allclose(
+        advantage, [[0.95**2 * 0.5, 0.95 * 0.5, 0.5, 0.0]], rtol=1e-6
+    )
+    np.testing.assert_allclose(returns[0, :3], advantage[0, :3] + 0.5, rtol=1e-6)
+
+
+SERVE = textwrap.dedent(
+    """
+    import sys
+
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("keras_nalu", "nalu_research"):
+                raise ImportError(name + " must not be imported when serving")
+
+    sys.meta_path.insert(0, Block())
+    import numpy as np
+    import tensorflow as tf
+
+    model_dir, inputs, outputs = sys.argv[1:]
+    with np.load(inputs) as data:
+        args = [tf.constant(data[f"arg{i}"]) for i in range(len(data.files))]
+    loaded = tf.saved_model.load(model_dir)
+    served = loaded.serve(args)
+    np.savez(outputs, **{k: v.numpy() for k, v in served.items()})
+    """
+)
+
+
+def test_quick_run_trains_saves_and_serves(tmp_path):
+    """A smoke run of the script; the saved agent reloads and plays the same
+    episodes, and its SavedModel serves without the package."""
+    out = tmp_path / "grid.json"
+    experiment.main(
+        ["--quick", "--updates", "3", "--envs", "4", "--eval-episodes", "4",
+         "--eval-instructions", "11", "13", "--every", "1", "--json", str(out),
+         "--save-dir", str(tmp_path / "saved"),
+         "--checkpoint-dir", str(tmp_path / "checkpoints")]
+    )  # fmt: skip
+    results = json.loads(out.read_text())
+    assert [r["agent"] for r in results["runs"]] == ["a2c", "a2c_nac"]
+    for run in results["runs"]:
+        assert [row["instruction"] for row in run["evaluation"]] == [11, 12, 13]
+        assert len(run["history"]["episode_reward"]) == 3
+        assert all(-1 <= row["reward"] <= 1 for row in run["evaluation"])
+    assert out.with_suffix(".png").stat().st_size > 0
+    assert not (tmp_path / "checkpoints").exists()  # removed when done
+
+    assert (tmp_path / "saved" / "grid_world_a2c_nac.keras").is_file()
+    assert (tmp_path / "saved" / "grid_world_a2c_nac" / "saved_model.pb").is_file()
+
+
+def test_saved_agent_reloads_acts_identically_and_serves(tmp_path):
+    """The agent saved by the script reloads and plays the same episodes
+    (same sampled actions), and its SavedModel serves without the package."""
+    keras.utils.set_random_seed(0)
+    model = experiment.agent_model(nac_units=3)
+    path = tmp_path / "grid_world_a2c_nac"
+    experiment.save_agent(model, path)
+    loaded = keras.saving.load_model(path.with_suffix(".keras"))
+    envs = experiment.vector_env(5)
+    played = [
+        experiment.play(agent, envs, np.random.default_rng(1), seed=2)
+        for agent in (model, loaded)
+    ]
+    np.testing.assert_array_equal(played[0]["action"], played[1]["action"])
+    np.testing.assert_allclose(played[0]["value"], played[1]["value"], atol=1e-6)
+
+    inputs = experiment.step_inputs(loaded, batch=3)
+    want = loaded.predict_on_batch(inputs)
+    np.savez(tmp_path / "in.npz", **{f"arg{i}": a for i, a in enumerate(inputs)})
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("PYTHONPATH", None)
+    subprocess.run(
+        [sys.executable, "-c", SERVE, str(path), str(tmp_path / "in.npz"),
+         str(tmp_path / "out.npz")],
+        check=True, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    with np.load(tmp_path / "out.npz") as served:
+        for key in ("policy", "value", "state_0", "state_1", "state_2"):
+            np.testing.assert_allclose(served[key], want[key], rtol=1e-5, atol=1e-6)

@@ -20,6 +20,9 @@ What each layer contributes, with `W` its effective weights:
   and its input-independent gate; its exponent clipping is left out.
 - `keras.layers.Dense`: `h @ kernel + bias`, inside its activation's name
   unless linear.
+- `keras.layers.Concatenate` (on the last axis), `Add`, `Subtract` and
+  `Multiply`, which join the branches of a functional model: the features
+  side by side, or their sum, difference or product.
 
 A weight within `atol` of an integer is written as that integer; any other
 is written with `digits` significant digits, so a formula shows at a glance
@@ -28,6 +31,8 @@ really computes the formula, snap it first with `keras_nalu.snap_weights`,
 which verifies the exact weights on data before returning them.
 """
 
+import functools
+
 import keras
 import numpy as np
 
@@ -35,7 +40,16 @@ from keras_nalu import _validation
 from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU
 
 LAYERS = (NAC, NAU, NMU, keras.layers.Dense)  # NALU, INALU, NMRU: subclasses
-SUPPORTED = "NAC, NALU, INALU, NAU, NMU, NMRU and keras.layers.Dense"
+MERGES = (
+    keras.layers.Concatenate,
+    keras.layers.Add,
+    keras.layers.Subtract,
+    keras.layers.Multiply,
+)
+SUPPORTED = (
+    "NAC, NALU, INALU, NAU, NMU, NMRU and keras.layers.Dense, joined by "
+    "Concatenate (last axis), Add, Subtract or Multiply"
+)
 
 
 def expressions(model, input_names=None, *, x=None, positive=False, atol=1e-3,
@@ -43,10 +57,10 @@ def expressions(model, input_names=None, *, x=None, positive=False, atol=1e-3,
     """The outputs of `model` as SymPy expressions of its inputs.
 
     Args:
-        model: A built `keras.Model` of one input and one output whose layers
-            form a chain (each layer applied to the previous one's output):
-            a `keras.Sequential` or such a functional model, of the layers
-            listed in `keras_nalu.formulas`.
+        model: A built `keras.Model` of one input and one output, of the
+            layers listed in `keras_nalu.formulas`: a `keras.Sequential`, or
+            a functional model whose branches those merge layers join (each
+            layer applied once).
         input_names: Names of the input features, a sequence of strings
             (default `x0`, `x1`, ...).
         x: Optional inputs, `(batch, features)`, on which to decide the NALU
@@ -63,12 +77,12 @@ def expressions(model, input_names=None, *, x=None, positive=False, atol=1e-3,
         A list of SymPy expressions, one per output unit.
 
     Raises:
-        ValueError: For an unsupported layer, a model that is not a chain,
-            or invalid arguments.
+        ValueError: For an unsupported layer or operation, or invalid
+            arguments.
     """
     import sympy  # on use: `import keras_nalu` stays as fast as it was
 
-    layers = _chain(model)
+    _check_model(model)
     size = int(model.inputs[0].shape[-1])
     names = _names("input_names", input_names, size, "x")
     atol = _validation.non_negative_float("atol", atol)
@@ -84,11 +98,7 @@ def expressions(model, input_names=None, *, x=None, positive=False, atol=1e-3,
     assumptions = {"positive": True} if positive else {"real": True}
     h = [sympy.Symbol(name, **assumptions) for name in names]
     reader = _Reader(sympy, atol, digits)
-    for layer in layers:
-        h = reader.layer(layer, h, x)
-        if x is not None:
-            x = keras.ops.convert_to_numpy(layer(x))
-    return h
+    return reader.model(model, _Value(h, x)).h
 
 
 def formulas(model, input_names=None, output_names=None, **kwargs):
@@ -120,8 +130,65 @@ def formulas(model, input_names=None, output_names=None, **kwargs):
     ]
 
 
+class _Value:
+    """What flows through a model being read: the expressions of the
+    features `h` and, when inputs `x` were given, their values there."""
+
+    def __init__(self, h, x=None):
+        self.h, self.x = h, x
+
+
 class _Reader:
     """Writes one layer's outputs as expressions of its inputs `h`."""
+
+    def model(self, model, value):
+        """`model` applied to `value`, layer by layer along its graph."""
+        if isinstance(model, keras.Sequential):
+            for layer in model.layers:
+                value = self.operation(layer, value)
+            return value
+        # Keras's own walk through a functional graph (as `Functional.call`
+        # does), with each operation replaced by the reading of it.
+        return model._run_through_graph(
+            [value], operation_fn=lambda op: functools.partial(self.operation, op)
+        )
+
+    def operation(self, op, *args, **kwargs):
+        """One operation of a model applied to its arguments: a `_Value`, or
+        a list of them for a merge layer."""
+        if len(args) != 1 or not isinstance(op, (keras.Model, *MERGES, *LAYERS)):
+            raise _unsupported(op)
+        value = args[0]
+        if isinstance(op, keras.Model):
+            return self.model(op, value)
+        if isinstance(op, MERGES):
+            return self.merge(op, value)
+        x = value.x
+        h = self.layer(op, value.h, x)
+        return _Value(h, None if x is None else keras.ops.convert_to_numpy(op(x)))
+
+    def merge(self, layer, values):
+        if isinstance(layer, keras.layers.Concatenate):
+            if layer.axis not in (-1, len(layer.input[0].shape) - 1):
+                raise ValueError(
+                    f"Cannot write a formula for {layer.name!r}: it concatenates "
+                    f"on axis {layer.axis}, expected the last axis (features)."
+                )
+            h = [hi for v in values for hi in v.h]
+        else:
+            combine = {
+                keras.layers.Add: lambda terms: sum(terms[1:], terms[0]),
+                keras.layers.Subtract: lambda terms: terms[0] - terms[1],
+                keras.layers.Multiply: lambda terms: self.sympy.Mul(*terms),
+            }[type(layer)]
+            h = [combine(list(t)) for t in zip(*(v.h for v in values), strict=True)]
+        xs = [v.x for v in values]
+        x = (
+            None
+            if any(xi is None for xi in xs)
+            else keras.ops.convert_to_numpy(layer(xs))
+        )
+        return _Value(h, x)
 
     def __init__(self, sympy, atol, digits):
         self.sympy, self.atol, self.digits = sympy, atol, digits
@@ -238,8 +305,7 @@ class _Reader:
         raise _unsupported(layer)
 
 
-def _chain(model):
-    """The layers of `model`, input to output, checked to form a chain."""
+def _check_model(model):
     if not isinstance(model, keras.Model) or not model.built:
         raise ValueError(
             "Received an invalid value for `model`, expected a built keras.Model. "
@@ -251,43 +317,13 @@ def _chain(model):
             f"{len(model.inputs)} inputs and {len(model.outputs)} outputs, "
             "expected one input and one output."
         )
-    layers = list(_flatten(model))
-    for layer in layers:
-        if not isinstance(layer, LAYERS):
-            raise _unsupported(layer)
-    if not isinstance(model, keras.Sequential):
-        # A functional model: check on a probe that its layers in order
-        # compute what it computes (no branch, skip or reuse).
-        shape = (4, *model.inputs[0].shape[1:])
-        probe = np.random.default_rng(0).uniform(1.0, 2.0, shape).astype("float32")
-        chained = probe
-        for layer in layers:
-            chained = layer(chained)
-        if not np.allclose(
-            keras.ops.convert_to_numpy(chained),
-            keras.ops.convert_to_numpy(model(probe)),
-            equal_nan=True,
-        ):
-            raise ValueError(
-                f"The layers of {model.name!r} do not form a chain (each layer "
-                "applied to the output of the one before): formulas need one."
-            )
-    return layers
 
 
-def _unsupported(layer):
+def _unsupported(op):
     return ValueError(
-        f"Cannot write a formula for the layer {layer.name!r} of type "
-        f"{type(layer).__name__}: supported are {SUPPORTED}."
+        f"Cannot write a formula for the operation {op.name!r} of type "
+        f"{type(op).__name__}: supported are {SUPPORTED}."
     )
-
-
-def _flatten(model):
-    for layer in model.layers:
-        if isinstance(layer, keras.Model):
-            yield from _flatten(layer)
-        elif not isinstance(layer, keras.layers.InputLayer):
-            yield layer
 
 
 def _names(argument, names, size, prefix):

@@ -52,6 +52,9 @@ BACKENDS = ("tensorflow", "jax", "torch")
 #     mystery_arithmetic --epochs 60               tf 9-12, jax 11-12, torch 18
 #     mnist_counting --dataset digits --models lstm nac --steps 1000
 #                                                  tf 19-22, jax 21-25, torch 24
+#     grid_world --agents a2c_nac --updates 150 --learning-rate 1e-9 (a
+#       policy that stays random: same episode lengths), updates 50 to 150
+#                                                  tf 18-19, jax 22-23 (twice)
 #     mnist_parity --dataset digits --variants NAC Wx+b --train-size 8000
 #       --epochs 2                                 tf 5-6, jax 12-13, torch 8-9
 DEFAULTS = {
@@ -59,7 +62,7 @@ DEFAULTS = {
     "demo": "tensorflow",
     "division_benchmark": "tensorflow",  # the seed-batched engine, as above
     "first_contact": "tensorflow",  # the default backend, as a user meets it
-    "grid_world": "jax",  # measured below
+    "grid_world": "tensorflow",  # the rows above
     "identity_extrapolation": "tensorflow",
     "mnist_counting": "tensorflow",
     "mnist_parity": "tensorflow",

@@ -7,17 +7,29 @@ import time
 import tensorflow as tf
 
 
-def kill_when_written(command, path, env, timeout=120):
+def kill_when_written(command, path, env, timeout=120, containing=None):
     """Starts `command`, waits until the file `path` exists (its first
-    checkpoint), then kills it with SIGKILL, as a crash or a preemption would."""
+    checkpoint) and, with `containing`, holds that text (e.g. a
+    `tf.train.CheckpointManager`'s `checkpoint` file naming the checkpoint
+    it finished), then kills it with SIGKILL, as a crash or a preemption
+    would."""
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
+
+    def written():
+        try:
+            return path.exists() and (
+                containing is None or containing in path.read_text()
+            )
+        except FileNotFoundError:  # replaced while read
+            return False
+
     try:
         deadline = time.monotonic() + timeout
-        while not path.exists() and time.monotonic() < deadline:
+        while not written() and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert path.exists(), f"no checkpoint was written at {path}"
+        assert written(), f"no checkpoint was written at {path}"
         process.send_signal(signal.SIGKILL)
     finally:
         process.kill()

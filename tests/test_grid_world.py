@@ -223,6 +223,10 @@ def test_quick_run_trains_saves_and_serves(tmp_path):
         assert all(-1 <= row["reward"] <= 1 for row in run["evaluation"])
     assert out.with_suffix(".png").stat().st_size > 0
     assert not (tmp_path / "checkpoints").exists()  # removed when done
+    out.with_suffix(".png").unlink()
+    assert experiment.main(["--report", "--json", str(out)]) == 0  # plots again
+    assert out.with_suffix(".png").stat().st_size > 0
+    assert experiment.main(["--report", "--json", str(tmp_path / "none.json")]) == 2
 
     assert (tmp_path / "saved" / "grid_world_a2c_nac.keras").is_file()
     assert (tmp_path / "saved" / "grid_world_a2c_nac" / "saved_model.pb").is_file()

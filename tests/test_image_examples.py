@@ -257,3 +257,21 @@ def test_parity_example_rejects_bad_arguments(tmp_path):
     )
     assert result.returncode == 2
     assert "`canvas_size`" in result.stderr
+
+
+def test_parity_table_pairs_the_nac_with_each_variant_by_seed(capsys):
+    """With several seeds: the mean's 95% interval, and the NAC's lead over
+    each variant paired by seed, with its interval."""
+
+    def runs(accuracies):
+        return [{"test_accuracy": a, "diverged": None} for a in accuracies]
+
+    results = {"NAC": runs([94.0, 93.0, 95.0]), "Wx+b": runs([92.0, 92.0, 92.0])}
+    args = type("Args", (), {"seeds": 3})()
+    mnist_parity.print_table(results, args, "digits")
+    rows = table_rows(capsys.readouterr().out)
+    assert rows["last layer"] == ["ours", "min-max", "NAC minus it", "paper"]
+    # NAC: mean 94, sd 1, t(0.975, 2) / sqrt(3) = 2.484.
+    assert rows["NAC"] == ["94.0 [91.5, 96.5]", "93.0-95.0", "-", "93.1"]
+    # Leads 2, 1, 3: the same interval around 2.
+    assert rows["Wx+b"][2] == "+2.0 [-0.5, +4.5]"

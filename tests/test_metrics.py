@@ -2,6 +2,7 @@ import pytest
 
 from nalu_research.tasks import (
     StaticArithmetic,
+    mean_interval,
     mean_squared_error,
     paper_scale,
     sparsity_error,
@@ -95,3 +96,17 @@ def test_wilson_interval_rejects_invalid_counts(successes, trials):
 def test_sparsity_error_by_hand():
     assert sparsity_error([[1.0, -1.0], [0.0, 0.0]]) == 0.0
     assert sparsity_error([[0.9, -0.02], [0.4, 1.0]]) == pytest.approx(0.4)
+
+
+@pytest.mark.research
+def test_mean_interval_by_hand():
+    # mean 2, sample sd 1, n 3: t(0.975, 2) = 4.3027, half = 4.3027 / sqrt(3).
+    low, high = mean_interval([1.0, 2.0, 3.0])
+    assert (low, high) == pytest.approx((2 - 2.48417, 2 + 2.48417), abs=1e-4)
+
+
+@pytest.mark.research
+@pytest.mark.parametrize("values", [[1.0], [], [1.0, float("nan")], [[1.0, 2.0]]])
+def test_mean_interval_rejects_too_few_or_invalid_values(values):
+    with pytest.raises(ValueError, match="`values`"):
+        mean_interval(values)

@@ -521,9 +521,11 @@ def test_a_killed_benchmark_resumes_to_the_uninterrupted_result(tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     whole = subprocess.run(command("whole"), capture_output=True, text=True, env=env)
     assert whole.returncode == 0, whole.stderr[-3000:]
-    # SIGKILL once the checkpoint of iteration 1000 is written.
-    written = tmp_path / "killed_checkpoints" / "nac" / "ckpt-1000.index"
-    kill_when_written(command("killed"), written, env)
+    # SIGKILL once the checkpoint of iteration 1000 is written and recorded
+    # (its index file alone may precede the record: on a loaded machine the
+    # kill then fell in between, and the run resumed from iteration 0).
+    state = tmp_path / "killed_checkpoints" / "nac" / "checkpoint"
+    kill_when_written(command("killed"), state, env, containing='"ckpt-1000"')
     assert not (tmp_path / "killed.json").exists()
     resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]

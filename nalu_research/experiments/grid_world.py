@@ -32,10 +32,11 @@ results (`--json`) and saves each agent as `.keras` and as a SavedModel
 under `saved_models/` (`saved_models/grid_world_AGENT`).
 
     python examples/grid_world.py --quick
-    python examples/grid_world.py                  # both agents, about N min
+    python examples/grid_world.py     # both agents, 3 seeds: about 75 min here
 """
 
 import argparse
+import json
 import math
 import os
 import time
@@ -363,9 +364,11 @@ def parse_args(argv=None):
     parser.add_argument(
         "--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS)
     )
-    parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 1)")
+    parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 3)")
     parser.add_argument(
-        "--updates", type=positive_int, help="updates per agent (default 6,000)"
+        "--updates",
+        type=positive_int,
+        help="updates per agent and seed (default 2,500)",
     )
     parser.add_argument(
         "--envs", type=positive_int, help="episodes per update (default 32)"
@@ -406,12 +409,18 @@ def parse_args(argv=None):
         action="store_true",
         help="a smoke run: 1 seed, 20 updates of 8 episodes, 20 episodes per T",
     )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="train nothing: print the table of the results in --json and "
+        "plot them again",
+    )
     add_output_arguments(parser, "results/grid_world.json")
     add_training_arguments(parser, "grid_world")
     add_backend_argument(parser, "grid_world")
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {
-        "updates": 6000, "seeds": 1, "envs": 32, "eval_episodes": 400,
+        "updates": 2500, "seeds": 3, "envs": 32, "eval_episodes": 400,
     }  # fmt: skip
     for name, value in defaults.items():
         if getattr(args, name) is None:
@@ -432,6 +441,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.report:
+        return report_results(args)
     strategy = create_strategy(args)
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     instructions = range(args.eval_instructions[0], args.eval_instructions[1] + 1)
@@ -472,6 +483,21 @@ def main(argv=None):
     checkpoints.remove()
 
 
+def report_results(args):
+    """`--report`: the table and the plot of the results in `--json`, with
+    the settings they were run with."""
+    if not args.json.is_file():
+        print(f"grid_world: error: argument --report: no results at {args.json}")
+        return 2
+    results = json.loads(args.json.read_text())
+    for name in ("agents", "updates", "envs", "eval_episodes", "eval_instructions"):
+        setattr(args, name, results["arguments"][name])
+    print_table(results["runs"], args)
+    plot(results["runs"], args)
+    print(f"Wrote {args.png}.")
+    return 0
+
+
 def save_agent(model, path):
     """Saves the agent as `path.keras` and, on a backend that exports, as the
     SavedModel `path`: the agent for one step a call, from the observation
@@ -504,13 +530,20 @@ def step_inputs(model, batch, seed=0):
 
 
 def print_table(runs, args):
-    """Mean episode reward ± standard error per T, a column per agent (its
-    seeds' median when several), and each agent's median arrival time."""
+    """Mean episode reward per T, a column per agent: with one seed, ± its
+    standard error; with several, the median over seeds and their range.
+    The median arrival time (over seeds, of each seed's median) in brackets."""
     agents = [a for a in args.agents if any(r["agent"] == a for r in runs)]
+    seeds = max(sum(r["agent"] == a for r in runs) for a in agents)
+    spread = (
+        "± its standard error"
+        if seeds == 1
+        else f"the median over {seeds} seeds [their minimum, maximum]"
+    )
     print(
-        f"\nAverage episode reward by instruction T ({args.eval_episodes} episodes "
-        f"per T and seed, ± its standard error; {args.seeds} seed(s), the median "
-        "over seeds; training range 5..12; the median arrival time in brackets):\n"
+        f"\nAverage episode reward by instruction T ({args.eval_episodes} "
+        f"episodes per T and seed; {spread}; the median arrival time in "
+        "brackets):\n"
     )
     print("| T | " + " | ".join(AGENTS[a][0] for a in agents) + " |")
     print("|---" * (len(agents) + 1) + "|")
@@ -520,11 +553,18 @@ def print_table(runs, args):
         cells = []
         for agent in agents:
             rows = [r["evaluation"][i] for r in runs if r["agent"] == agent]
-            reward = np.median([row["reward"] for row in rows])
-            error = np.median([row["standard_error"] for row in rows])
-            arrivals = [row["median_arrival"] for row in rows if row["median_arrival"]]
-            at = f" (t={np.median(arrivals):.0f})" if arrivals else " (never)"
-            cells.append(f"{reward:+.2f} ± {error:.2f}{at}")
+            rewards = [row["reward"] for row in rows]
+            if len(rows) == 1:
+                cell = f"{rewards[0]:+.2f} ± {rows[0]['standard_error']:.2f}"
+            else:
+                cell = (
+                    f"{np.median(rewards):+.2f} "
+                    f"[{min(rewards):+.2f}, {max(rewards):+.2f}]"
+                )
+            arrival = median_arrival(rows)
+            cells.append(
+                cell + (" (never)" if arrival is None else f" (t={arrival:g})")
+            )
         marker = "*" if 5 <= instruction <= 12 else ""
         print(f"| {instruction}{marker} | " + " | ".join(cells) + " |")
     print(
@@ -534,35 +574,75 @@ def print_table(runs, args):
     )
 
 
+def median_arrival(rows):
+    """The median over seeds of the median arrival time, over the seeds
+    whose agent reached the target in at least a quarter of the episodes
+    (fewer are the few that start beside it and wander on), or `None`."""
+    times = [
+        row["median_arrival"]
+        for row in rows
+        if row["median_arrival"] is not None and row["arrived"] >= 0.25
+    ]
+    return float(np.median(times)) if times else None
+
+
 def plot(runs, args):
-    """Figure 5: the average episode reward against T, a line per agent and
-    seed, with bars of two standard errors; the training range shaded."""
+    """Figure 5 (left): the average episode reward against T, a line per
+    agent (the median over seeds; each seed thin, with bars of two standard
+    errors); right: when the agents arrive, against the instructed time."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    ax.axvspan(5, 12, color="0.92", label="training range")
-    for n, agent in enumerate(args.agents):
-        for run in (r for r in runs if r["agent"] == agent):
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    instructions = list(range(args.eval_instructions[0], args.eval_instructions[1] + 1))
+    for ax in (left, right):
+        ax.axvspan(5, 12, color="0.92", label="training range")
+        ax.set_xlabel("instruction T (the time to arrive)")
+    for n, agent in enumerate(
+        a for a in args.agents if any(r["agent"] == a for r in runs)
+    ):
+        mine = [r for r in runs if r["agent"] == agent]
+        for run in mine:
             rows = run["evaluation"]
-            ax.errorbar(
-                [row["instruction"] for row in rows],
+            left.errorbar(
+                instructions,
                 [row["reward"] for row in rows],
                 yerr=[2 * row["standard_error"] for row in rows],
                 color=f"C{n}",
-                marker=".",
-                capsize=2,
-                alpha=1.0 if run["seed"] == 0 else 0.5,
-                label=AGENTS[agent][0] if run["seed"] == 0 else None,
+                linewidth=0.6,
+                alpha=0.5,
+                capsize=1.5,
             )
-    ax.axhline(0, color="0.6", linewidth=0.8, linestyle=":")
-    ax.set_ylim(-1.05, 1.05)
-    ax.set_xlabel("instruction T (the time to arrive)")
-    ax.set_ylabel("average episode reward")
-    ax.set_title(
-        f"Grid world: {args.updates:,} updates of {args.envs} episodes, "
-        f"{args.seeds} seed(s)",
+        per_t = list(zip(*(run["evaluation"] for run in mine), strict=True))
+        left.plot(
+            instructions,
+            [np.median([row["reward"] for row in rows]) for rows in per_t],
+            color=f"C{n}",
+            marker=".",
+            linewidth=2,
+            label=f"{AGENTS[agent][0]} ({len(mine)} seed{'s' * (len(mine) > 1)})",
+        )
+        arrivals = [median_arrival(rows) for rows in per_t]
+        right.plot(
+            instructions,
+            [np.nan if a is None else a for a in arrivals],
+            color=f"C{n}",
+            marker=".",
+            label=AGENTS[agent][0],
+        )
+    left.axhline(0, color="0.6", linewidth=0.8, linestyle=":")
+    left.set_ylim(-1.05, 1.05)
+    left.set_ylabel("average episode reward")
+    left.legend(fontsize=8)
+    right.plot(instructions, instructions, color="0.5", linestyle="--", label="t = T")
+    right.axhline(
+        grid_world.TIME_OUT, color="0.6", linewidth=0.8, linestyle=":", label="time-out"
+    )
+    right.set_ylabel("median arrival time t")
+    right.legend(fontsize=8)
+    fig.suptitle(
+        f"Grid world: {args.updates:,} updates of {args.envs} episodes per agent "
+        f"and seed; {args.eval_episodes} episodes per T",
         fontsize=10,
     )
-    ax.legend(fontsize=8)
     fig.tight_layout()
     save_png(fig, args.png)
 

@@ -65,7 +65,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks import mnist  # noqa: E402
+from nalu_research.tasks import mean_interval, mnist  # noqa: E402
 
 CANVAS_SIZE = {"mnist": 100, "digits": 28}  # about 3.6 digit widths, as 100/28
 
@@ -304,21 +304,7 @@ def main(argv=None):
             )  # fmt: skip
     wall = time.perf_counter() - start
 
-    print(
-        f"\nTest accuracy (%) on {dataset_name} parity, mean over {args.seeds} "
-        "seed(s) (min-max); the paper's Table 4 (on MNIST) beside it.\n"
-    )
-    print("| last layer | ours | min-max | paper |")
-    print("|---|---|---|---|")
-    print(f"| Seguí et al.: Wx+b | - | - | {mnist.PAPER_SEGUI_ACCURACY} |")
-    for variant, runs in results.items():
-        accuracies = [r["test_accuracy"] for r in runs]
-        diverged = sum(r["diverged"] is not None for r in runs)
-        name = variant + (f" ({diverged} diverged)" if diverged else "")
-        print(
-            f"| {name} | {np.mean(accuracies):.1f} | {min(accuracies):.1f}-"
-            f"{max(accuracies):.1f} | {mnist.PAPER_TABLE_4[variant]} |"
-        )
+    print_table(results, args, dataset_name)
     print(
         f"\nTrained and evaluated in {wall:.0f} s on the "
         f"{keras.backend.backend()} backend."
@@ -333,6 +319,49 @@ def main(argv=None):
         print(f"Wrote {args.png} and {args.json}.")
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
     return 0
+
+
+def print_table(results, args, dataset_name):
+    """Test accuracy per variant: the mean over the seeds and their range;
+    from two seeds on, the mean's 95% interval and, paired by seed (the same
+    canvases and initial convnet), the NAC's lead over each variant with its
+    95% interval: a lead whose interval excludes 0 is a finding, not noise."""
+    paired = args.seeds > 1 and "NAC" in results
+    print(
+        f"\nTest accuracy (%) on {dataset_name} parity, mean over {args.seeds} "
+        "seed(s)"
+        + (" [95% interval of the mean]" if args.seeds > 1 else "")
+        + " and min-max"
+        + ("; the NAC's lead, paired by seed [95% interval]" if paired else "")
+        + "; the paper's Table 4 (on MNIST) beside it.\n"
+    )
+    columns = ["last layer", "ours", "min-max"]
+    columns += ["NAC minus it"] if paired else []
+    print("| " + " | ".join(columns + ["paper"]) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    print(
+        f"| Seguí et al.: Wx+b | - | - |{' - |' * paired} "
+        f"{mnist.PAPER_SEGUI_ACCURACY} |"
+    )
+    nac = [r["test_accuracy"] for r in results.get("NAC", [])]
+    for variant, runs in results.items():
+        accuracies = [r["test_accuracy"] for r in runs]
+        diverged = sum(r["diverged"] is not None for r in runs)
+        name = variant + (f" ({diverged} diverged)" if diverged else "")
+        ours = f"{np.mean(accuracies):.1f}"
+        if len(accuracies) > 1:
+            ours += " [{:.1f}, {:.1f}]".format(*mean_interval(accuracies))
+        cells = [name, ours, f"{min(accuracies):.1f}-{max(accuracies):.1f}"]
+        if paired:
+            lead = np.subtract(nac, accuracies)
+            cells.append(
+                "-"
+                if variant == "NAC"
+                else f"{lead.mean():+.1f} [{{:+.1f}}, {{:+.1f}}]".format(
+                    *mean_interval(lead)
+                )
+            )
+        print("| " + " | ".join(cells + [str(mnist.PAPER_TABLE_4[variant])]) + " |")
 
 
 if __name__ == "__main__":

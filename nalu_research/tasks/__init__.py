@@ -10,6 +10,7 @@ from nalu_research.tasks import number_words as number_words  # language and cod
 from nalu_research.tasks import program_evaluation as program_evaluation
 from nalu_research.tasks.identity import PAPER_TABLE_5, identity_batches, identity_model
 from nalu_research.tasks.metrics import (
+    mean_interval,
     mean_squared_error,
     paper_scale,
     sparsity_error,
@@ -37,6 +38,7 @@ __all__ = [
     "PAPER_TABLE_1",
     "SYMBOLS",
     "StaticArithmetic",
+    "mean_interval",
     "mean_squared_error",
     "paper_scale",
     "sparsity_error",

@@ -84,6 +84,22 @@ def wilson_interval(successes, trials, confidence=0.95):
     return low, high
 
 
+def mean_interval(values, confidence=0.95):
+    """Student's t interval `(low, high)` for the mean of `values`, at least
+    two numbers (e.g. a score over seeds, or paired differences of two
+    scores over the same seeds). Needs SciPy (the research extra)."""
+    from scipy import stats
+
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or values.size < 2 or not np.isfinite(values).all():
+        raise ValueError(
+            "Received an invalid value for `values`, expected at least two "
+            f"finite numbers. Received: values={values.tolist()!r}"
+        )
+    half = stats.t.ppf(0.5 + confidence / 2, values.size - 1) * stats.sem(values)
+    return float(values.mean() - half), float(values.mean() + half)
+
+
 def wilson_bars(groups):
     """`(rates, yerr)` for a bar plot of success rates with Wilson intervals:
     per group of runs (dicts with a boolean `"success"`), its rate, and the

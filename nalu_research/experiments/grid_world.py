@@ -156,10 +156,8 @@ def agent_model(nac_units=0, units=CORE_UNITS, steps=None):
 
 def zero_states(model, batch):
     """The core's initial states for `batch` episodes."""
-    return [
-        np.zeros((batch, model.get_layer("core").cell.state_size[i]), np.float32)
-        for i in range(len(model.get_layer("core").cell.state_size))
-    ]
+    sizes = model.get_layer("core").cell.state_size
+    return [np.zeros((batch, size), np.float32) for size in sizes]
 
 
 def play(model, envs, rng, seed, options=None):
@@ -301,7 +299,7 @@ class EpisodeLog(keras.callbacks.Callback):
 
     def __init__(self, total, every, label):
         super().__init__()
-        self.every, self.last = every, None
+        self.every, self.last, self.recent = every, None, []
         self.progress = Progress(total, unit="update", label=label)
 
     def record(self, steps):
@@ -311,16 +309,17 @@ class EpisodeLog(keras.callbacks.Callback):
         }
 
     def on_epoch_end(self, epoch, logs=None):
+        # `fit` calls `model.fit` once per update: its History holds one
+        # update, so the updates since the last line are kept here.
         logs.update(self.last)
-        history = self.model.history.history if self.model.history else {}
+        self.recent.append(self.last)
         if (epoch + 1) % self.every == 0 or epoch + 1 == self.progress.total:
-            recent = {
-                name.replace("episode_", ""): np.mean(
-                    [*history.get(name, [])[-(self.every - 1) :], logs[name]]
-                )
+            means = {
+                name.replace("episode_", ""): np.mean([r[name] for r in self.recent])
                 for name in self.last
             }
-            self.progress.update(epoch + 1, recent)
+            self.progress.update(epoch + 1, means)
+            self.recent = []
 
 
 def evaluate(model, instructions, episodes, seed):

@@ -1,7 +1,8 @@
 """Neural arithmetic units (Trask et al., 2018) as Keras 3 layers.
 
 `NAC` and `NALU` are layers, `NACCell` and `NALUCell` their recurrent cells
-for `keras.layers.RNN`; `NAU`, `NMU`, `INALU` and `NMRU` are the stabler,
+for `keras.layers.RNN` (`NAUCell` the NAU's, whose state weight reaches 1
+exactly); `NAU`, `NMU`, `INALU` and `NMRU` are the stabler,
 sign-aware and dividing units published since; `keras_nalu.ops` holds the
 math they share; `snap_weights` rounds a trained model's arithmetic weights to
 exact values and verifies the result; `formulas` writes what a model computes
@@ -13,7 +14,7 @@ The experiments of the paper live in a separate package, `nalu_research`,
 which this library never imports.
 """
 
-from keras_nalu import initializers, ops
+from keras_nalu import initializers, ops, regularizers
 from keras_nalu.export import export_saved_model
 from keras_nalu.formulas import expressions, formulas
 from keras_nalu.layers import (
@@ -27,6 +28,7 @@ from keras_nalu.layers import (
     ConstrainedDense,
     NACCell,
     NALUCell,
+    NAUCell,
 )
 from keras_nalu.snapping import snap_weights
 
@@ -41,6 +43,7 @@ __all__ = [
     "NACCell",
     "NALUCell",
     "NAU",
+    "NAUCell",
     "NMRU",
     "NMU",
     "export_saved_model",
@@ -48,5 +51,6 @@ __all__ = [
     "formulas",
     "initializers",
     "ops",
+    "regularizers",
     "snap_weights",
 ]

@@ -26,8 +26,10 @@ from keras_nalu import (
     ConstrainedDense,
     NACCell,
     NALUCell,
+    NAUCell,
     export_saved_model,
 )
+from keras_nalu.regularizers import Sparsity
 
 # The penalty schedules start at once, so the saved step counters are not 0.
 SCHEDULE = {"regularization_start": 0, "regularization_end": 4}
@@ -52,7 +54,12 @@ def models():
         "cells": keras.Model(
             sequence,
             keras.layers.RNN(NACCell(1))(
-                keras.layers.RNN(NALUCell(2), return_sequences=True)(sequence)
+                keras.layers.RNN(NALUCell(2), return_sequences=True)(
+                    keras.layers.RNN(
+                        NAUCell(2, kernel_regularizer=Sparsity(0.01)),
+                        return_sequences=True,
+                    )(sequence)
+                )
             ),
         ),
         "configured": keras.Model(

@@ -24,7 +24,9 @@ SCRIPT = textwrap.dedent(
 
     from keras_nalu import (
         INALU, NAC, NALU, NAU, NMRU, NMU, ConstrainedDense, NACCell, NALUCell,
+        NAUCell,
     )
+    from keras_nalu.regularizers import Sparsity
 
     SCHEDULE = {"regularization_start": 0, "regularization_end": 3}
     LAYERS = {
@@ -36,6 +38,12 @@ SCRIPT = textwrap.dedent(
         "ConstrainedDense": lambda: [ConstrainedDense(1, "nac", use_bias=True)],
         "NACCell": lambda: [keras.layers.RNN(NACCell(2)), NAC(1)],
         "NALUCell": lambda: [keras.layers.RNN(NALUCell(2)), NAC(1)],
+        "NAUCell": lambda: [
+            keras.layers.RNN(
+                NAUCell(2, diagonal_state=True, recurrent_regularizer=Sparsity(1.0))
+            ),
+            NAU(1),
+        ],
     }
     rng = np.random.default_rng(0)
     flat = rng.uniform(1, 2, (64, 4)).astype("float32")
@@ -72,5 +80,5 @@ def test_mirrored_strategy_fit_matches_a_single_device_run():
     )
     assert result.returncode == 0, result.stderr[-3000:]
     for name in ("NAC", "NALU", "NAU-NMU", "NMRU", "INALU", "ConstrainedDense",
-                 "NACCell", "NALUCell"):  # fmt: skip
+                 "NACCell", "NALUCell", "NAUCell"):  # fmt: skip
         assert f"same weights: {name}\n" in result.stdout

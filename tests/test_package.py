@@ -28,6 +28,7 @@ PUBLIC_API = {
     "NALU": "keras_nalu.layers.nalu",
     "NALUCell": "keras_nalu.layers.nalu_cell",
     "NAU": "keras_nalu.layers.nau",
+    "NAUCell": "keras_nalu.layers.nau_cell",
     "NMRU": "keras_nalu.layers.nmru",
     "NMU": "keras_nalu.layers.nmu",
     "export_saved_model": "keras_nalu.export",
@@ -35,6 +36,7 @@ PUBLIC_API = {
     "formulas": "keras_nalu.formulas",
     "initializers": "keras_nalu.initializers",
     "ops": "keras_nalu.ops",
+    "regularizers": "keras_nalu.regularizers",
     "snap_weights": "keras_nalu.snapping",
 }
 # Public modules a user imports by name, beside the top-level ones.

@@ -39,19 +39,23 @@ RNG = np.random.default_rng(0)
 @pytest.mark.parametrize(
     "layers",
     [
-        [NALU(3), NALU(2, tied_weights=False), NALU(1)],
-        [NAU(3), NMU(2), NMRU(2), INALU(1)],
+        lambda: [NALU(3), NALU(2, tied_weights=False), NALU(1)],
+        lambda: [NAU(3), NMU(2), NMRU(2), INALU(1)],
     ],
     ids=["nalu", "stable-units"],
 )
 def test_static_models_convert_and_reproduce_keras(layers, tmp_path):
-    model = keras.Sequential([keras.Input((6,)), *layers])
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((6,)), *layers()])
     x = RNG.uniform(-2, 2, (9, 6)).astype("float32")
+    # TFLite's kernels round exp and log otherwise: outputs of order 1 agree
+    # to float32 rounding of the terms they are a difference of (measured
+    # 1.9e-6 at -0.0227 on one unseeded draw).
     np.testing.assert_allclose(
         tflite_outputs(model, x, tmp_path),
         keras.ops.convert_to_numpy(model(x)),
         rtol=1e-5,
-        atol=1e-6,
+        atol=1e-5,
     )
 
 

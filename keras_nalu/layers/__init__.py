@@ -6,6 +6,7 @@ from keras_nalu.layers.nac_cell import NACCell
 from keras_nalu.layers.nalu import NALU
 from keras_nalu.layers.nalu_cell import NALUCell
 from keras_nalu.layers.nau import NAU
+from keras_nalu.layers.nau_cell import NAUCell
 from keras_nalu.layers.nmru import NMRU
 from keras_nalu.layers.nmu import NMU
 
@@ -18,6 +19,7 @@ __all__ = [
     "NALU",
     "NALUCell",
     "NAU",
+    "NAUCell",
     "NMRU",
     "NMU",
 ]

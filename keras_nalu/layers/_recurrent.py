@@ -31,9 +31,15 @@ class RecurrentCellMixin:
 
     def call(self, inputs, states, training=False):
         previous = states[0] if isinstance(states, (list, tuple)) else states
-        inputs = self._cast_inputs(inputs)
-        output = super().call(ops.concatenate([inputs, previous], axis=-1))
+        inputs = ops.cast(inputs, self.compute_dtype)  # integer inputs come here
+        output = self._step(ops.concatenate([inputs, previous], axis=-1), training)
         return output, [output]
+
+    def _step(self, inputs, training):
+        """The unit on `[x_t, h_{t-1}]`; it runs inside the RNN's loop (a
+        `tf.while_loop`, a `lax.scan`), so it must not change variables or
+        add losses."""
+        return super().call(inputs)
 
     def get_initial_state(self, batch_size=None):
         return [ops.zeros((batch_size, self.units), dtype=self.compute_dtype)]

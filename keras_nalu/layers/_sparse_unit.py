@@ -28,6 +28,9 @@ class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
 
     low, high = -1.0, 1.0
     _rows_per_input = 1
+    # False for a recurrent cell, whose call runs inside the RNN's loop where
+    # a step counter cannot advance: its penalty is a weight regularizer.
+    _scheduled = True
 
     def __init__(
         self,
@@ -60,7 +63,8 @@ class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
             # it never drifts where the clipped forward pass has no gradient.
             constraint=ClipAfter(self.low, self.high, self.kernel_constraint),
         )
-        self._build_schedule()
+        if self._scheduled:
+            self._build_schedule()
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
 
     @property

@@ -75,6 +75,7 @@ from nalu_research.monitoring import (  # noqa: E402
 from nalu_research.tasks import mnist  # noqa: E402
 
 LENGTHS = (1, 10, 100, 1000)
+LEARNING_RATE = 1e-2
 # Test sequences per length above 1 evaluated after every epoch: the first of
 # the final evaluation's `--eval-sequences` (all of them when fewer), so that
 # the per-epoch curves stay cheap at length 1000 (the recurrent part runs
@@ -101,7 +102,12 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--train-length", type=positive_int, default=10)
     parser.add_argument("--hidden", type=positive_int, default=32)
-    parser.add_argument("--learning-rate", type=positive_float, default=1e-2)
+    parser.add_argument(
+        "--learning-rate",
+        type=positive_float,
+        help="Adam's learning rate for every model (default: each model's "
+        f"own, {LEARNING_RATE:g}, or {mnist.LEARNING_RATES})",
+    )
     parser.add_argument(
         "--no-dropout",
         dest="dropout",
@@ -178,13 +184,15 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
         ),
     )
 
+    learning_rate = learning_rate_of(kind, args)
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
+    config["learning_rate"] = learning_rate
     keras.utils.set_random_seed(args.seed)
     result = fit(
         build,
         batches,
         loss="mse",
-        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+        optimizer_fn=lambda: keras.optimizers.Adam(learning_rate),
         epochs=epochs,
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
@@ -195,6 +203,13 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
         ],
     )
     return result, parts["encoder"], parts["head"]
+
+
+def learning_rate_of(kind, args):
+    """`--learning-rate` if given, else the model's own default."""
+    if args.learning_rate is not None:
+        return args.learning_rate
+    return mnist.LEARNING_RATES.get(kind, LEARNING_RATE)
 
 
 def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
@@ -262,7 +277,7 @@ def cell(length, result):
 
 def paper_cell(length, values):
     column = {1: 0, 10: 1, 100: 2, 1000: 3}.get(length)
-    if column is None:
+    if column is None or values is None:
         return "-"
     value = values[column]
     return f"{value:.1f}%" if column == 0 else fmt(value)
@@ -280,7 +295,7 @@ def print_table(args, results, dataset_name):
     print(header)
     print("|---" * (len(lengths) + 1) + "|")
     for kind in args.models:
-        paper = mnist.PAPER_TABLE_2[args.task][kind]
+        paper = mnist.PAPER_TABLE_2[args.task].get(kind)
         cells = [
             f"{cell(n, results[kind]['test'][n])} ({paper_cell(n, paper)})"
             for n in lengths
@@ -376,7 +391,11 @@ def main(argv=None):
         f"images of {train_images.shape[1]}x{train_images.shape[2]}. Task: "
         f"{args.task}. Each model trains {args.steps} steps of {args.batch_size} "
         f"fresh sequences of {args.train_length} training images (Adam lr "
-        f"{args.learning_rate:g}, seed {args.seed}, encoder dropout "
+        + ", ".join(
+            f"{mnist.RECURRENT_MODELS[kind]} {learning_rate_of(kind, args):g}"
+            for kind in args.models
+        )
+        + f"; seed {args.seed}, encoder dropout "
         f"{'on' if args.dropout else 'off'}); tested on "
         f"{len(test_labels)} single test images and {args.eval_sequences} test "
         "sequences per longer length.\n",
@@ -415,6 +434,7 @@ def main(argv=None):
         seconds = time.perf_counter() - began
         history = result.history
         results[kind] = {
+            "learning_rate": learning_rate_of(kind, args),
             "final_loss": loss,
             "epoch_losses": history.get("loss", []),
             # After each epoch, at its step: the test metrics of

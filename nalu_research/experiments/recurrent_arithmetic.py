@@ -2,12 +2,14 @@
 
 x_t in R^10 from U[1, 2]; a and b are sums over two fixed slices and over time;
 the target is op(a, b). Models (hidden size 2): LSTM, GRU and SimpleRNN (tanh,
-ReLU) followed by a linear readout, and NACCell / NALUCell followed by a NAC /
-NALU. They train on fresh batches of 128 sequences of length 10 and are tested
-on length 10 (interpolation) and length 1000 (extrapolation: a and b 100 times
-larger). Errors are on the paper's scale: test MSE relative to a randomly
-initialized model of the same architecture, x100; the median over seeds is
-printed beside the paper's Table 1.
+ReLU) followed by a linear readout, NACCell / NALUCell followed by a NAC /
+NALU, and NAUCell followed by a NAU (not in the paper: its state weights reach
+1 exactly; it adds and subtracts only). They train on fresh batches of 128
+sequences of length 10 and are tested on length 10 (interpolation) and length
+1000 (extrapolation: a and b 100 times larger). Errors are on the paper's
+scale: test MSE relative to a randomly initialized model of the same
+architecture, x100; the median over seeds is printed beside the paper's
+Table 1.
 
 Both errors are evaluated after every epoch (`--checkpoint-every` steps):
 printed on a line per epoch with the loss and the time left (and Keras's
@@ -34,7 +36,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu import NAC, NALU, NACCell, NALUCell  # noqa: E402
+from keras_nalu import NAC, NALU, NAU, NACCell, NALUCell, NAUCell  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
@@ -77,6 +79,11 @@ MODELS = {
     ),
     "nac": ("NAC", lambda: keras.layers.RNN(NACCell(HIDDEN)), lambda: NAC(1)),
     "nalu": ("NALU", lambda: keras.layers.RNN(NALUCell(HIDDEN)), lambda: NALU(1)),
+    "nau": (
+        "NAU",
+        lambda: keras.layers.RNN(NAUCell(HIDDEN, diagonal_state=True)),
+        lambda: NAU(1),
+    ),
 }
 QUICK = {"operations": ["add", "mul"], "seeds": 1, "steps": 2000}
 BATCH_SIZE = 128

@@ -18,30 +18,51 @@ ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
-def run_worker(backend, *args):
+def start_worker(backend, *args):
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    result = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-m", "tests.backend_worker", *map(str, args)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
     )  # fmt: skip
-    assert result.returncode == 0, f"{backend}: {result.stderr[-3000:]}"
+
+
+def run_workers(commands):
+    """Runs `{backend: arguments}` at once (most of each process is importing
+    and compiling) and waits for all of them."""
+    processes = {b: start_worker(b, *args) for b, args in commands.items()}
+    try:
+        for backend, process in processes.items():
+            _, stderr = process.communicate(timeout=600)
+            assert process.returncode == 0, f"{backend}: {stderr[-3000:]}"
+    finally:
+        for process in processes.values():
+            process.kill()
+            process.wait()
+
+
+def run_worker(backend, *args):
+    run_workers({backend: args})
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    """Every layer and cell, trained two epochs and saved on each backend."""
+def loaded(tmp_path_factory):
+    """Every layer and cell, trained two epochs and saved on each backend,
+    then loaded on each: `{target: {source: {model: result}}}`."""
     folder = tmp_path_factory.mktemp("backends")
-    for backend in BACKENDS:
-        run_worker(backend, "save", folder / backend)
-    return folder
+    run_workers({b: ("save", folder / b) for b in BACKENDS})
+    run_workers({b: ("load", folder, *BACKENDS) for b in BACKENDS})
+    return {
+        target: json.loads((folder / f"loaded_on_{target}.json").read_text())
+        for target in BACKENDS
+    }
 
 
 @pytest.mark.parametrize("target", BACKENDS)
 def test_a_model_saved_on_any_backend_loads_on_this_one_with_equal_outputs(
-    saved, target
+    loaded, target
 ):
-    run_worker(target, "load", saved, *BACKENDS)
-    report = json.loads((saved / f"loaded_on_{target}.json").read_text())
+    report = loaded[target]
     assert sorted(report) == sorted(BACKENDS)
     for source, models in report.items():
         assert len(models) == 7, models

@@ -21,13 +21,25 @@ What each unit snaps to:
 
 Other layers (`Dense`, ...) are kept as they are; a `ConfiguredNALU`, whose
 weights a controller sets per example, cannot be snapped (a clear error).
+
+**Units that compute the same thing are merged first.** A layer that reads
+several units computing the same sum or product (after those are snapped)
+often splits its weight among them: 0.5 and 0.5 on two copies of `x1*x2`,
+which rounding would turn into `2*x1*x2`. The layers are snapped in the
+order of the model's graph, and a `NAU` or `NAC` (not a cell) adds up its
+weights on identical inputs before its own are rounded (the sum on one,
+0 on the others), which leaves its output unchanged. Identical means the
+same sum or product of the same inputs, across branches too (a product of
+one factor is that factor).
 """
+
+import functools
 
 import keras
 import numpy as np
 
 from keras_nalu import _validation
-from keras_nalu.layers import INALU, NAC, NALU, NAU, NMU, ConfiguredNALU
+from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU, ConfiguredNALU
 
 # tanh(40) and sigmoid(40) round to exactly 1 in float32 and in float64.
 SATURATION = 40.0
@@ -95,8 +107,13 @@ def snap_weights(model, data, *, rtol=1e-5):
         )
     snapped = keras.models.clone_model(model)
     snapped.set_weights(model.get_weights())
-    for layer in _layers(snapped):
-        _snap(layer)
+    _walk(
+        snapped,
+        [
+            _Keys([("x", i, j) for j in range(tensor.shape[-1])])
+            for i, tensor in enumerate(snapped.inputs)
+        ],
+    )
     report = {
         name: {"before": _error(model, x, y), "after": _error(snapped, x, y)}
         for name, (x, y) in data.items()
@@ -119,15 +136,115 @@ def snap_weights(model, data, *, rtol=1e-5):
     return snapped, report
 
 
-def _layers(layer):
-    """Every layer inside `layer` (models and RNN cells included)."""
-    if isinstance(layer, keras.layers.RNN):
-        yield layer.cell
-    elif isinstance(layer, keras.Model):
-        for inner in layer.layers:
-            yield from _layers(inner)
+class _Keys:
+    """What each feature flowing through the model computes, as a hashable
+    key: `("x", j)` for input j, a sum or product of keys, or a key of its
+    own for a feature of a layer that is not read (`Dense`, a NALU, ...)."""
+
+    def __init__(self, keys):
+        self.keys = keys
+
+
+def _walk(model, values):
+    """Snaps the layers of `model` in the order of its graph, from the keys
+    of its inputs' features (one `_Keys` per input); returns the keys of its
+    output features."""
+    if isinstance(model, keras.Sequential):
+        (value,) = values
+        for layer in model.layers:
+            value = _visit(layer, value)
+        return value
+    # Keras's own walk through a functional graph (as `Functional.call` does),
+    # as `keras_nalu.formulas` reads one.
+    return model._run_through_graph(
+        values, operation_fn=lambda op: functools.partial(_visit, op)
+    )
+
+
+def _visit(op, value, *args, **kwargs):
+    if isinstance(op, keras.Model):
+        return _walk(op, value if isinstance(value, list) else [value])
+    if isinstance(op, keras.layers.Concatenate) and op.axis in (
+        -1,
+        len(op.output.shape) - 1,
+    ):
+        return _Keys([key for v in value for key in v.keys])
+    if isinstance(value, list):  # Add, Multiply, a ConfiguredNALU, ...
+        _snap(op)
+        return _opaque(op)
+    if isinstance(op, keras.layers.RNN):
+        _snap(op.cell)
+        return _opaque(op)
+    if _reads_sums(op):
+        _merge_rows(op, value.keys)
+    _snap(op)
+    ones = [(key, 1) for key in value.keys]
+    if isinstance(op, NMRU):
+        inverses = [(key, -1) for key in value.keys]
+        return _Keys(_combinations("product", _effective(op), ones + inverses))
+    if isinstance(op, NMU):
+        return _Keys(_combinations("product", _effective(op), ones))
+    if _reads_sums(op):
+        return _Keys(_combinations("sum", _effective(op), ones))
+    return _opaque(op)
+
+
+def _opaque(op):
+    return _Keys([(op.name, j) for j in range(op.output.shape[-1])])
+
+
+def _combinations(kind, w, inputs):
+    """The key of each unit of a snapped kernel `w` over `inputs`, pairs
+    `(key, factor)`: its weights (sums) or powers (products), `weight *
+    factor`, added up per input key; one input of weight 1 is that input."""
+    keys = []
+    for column in w.T:
+        totals = {}
+        for (key, factor), wi in zip(inputs, column, strict=True):
+            if wi != 0:
+                totals[key] = totals.get(key, 0) + int(wi) * factor
+        terms = frozenset((key, t) for key, t in totals.items() if t != 0)
+        if len(terms) == 1 and next(iter(terms))[1] == 1:
+            keys.append(next(iter(terms))[0])
+        else:
+            keys.append((kind, terms))
+    return keys
+
+
+def _reads_sums(op):
+    return isinstance(op, NAU) or (
+        isinstance(op, NAC) and not isinstance(op, (NALU, INALU))
+    )
+
+
+def _merge_rows(layer, keys):
+    """Adds up `layer`'s effective weights on identical input features onto
+    the first of them (0 on the others), before they are rounded."""
+    w = _effective(layer, rounded=False)
+    rows = {}
+    for i, key in enumerate(keys):
+        rows.setdefault(key, []).append(i)
+    groups = [i for i in rows.values() if len(i) > 1]
+    if not groups:
+        return
+    for first, *others in groups:
+        w[first] = w[[first, *others]].sum(axis=0)
+        w[others] = 0.0
+    w = np.clip(w, -1.0, 1.0)
+    if isinstance(layer, NAU):
+        _assign(layer.kernel, w)
+    else:  # a NAC: the nearest weights it can hold, rounded after
+        target = np.round(w)
+        _assign(layer.w_hat, SATURATION * target)
+        _assign(layer.m_hat, np.full_like(target, SATURATION))
+
+
+def _effective(layer, rounded=True):
+    if isinstance(layer, NAC):
+        w = np.tanh(_numpy(layer.w_hat)) / (1.0 + np.exp(-_numpy(layer.m_hat)))
     else:
-        yield layer
+        w = np.clip(_numpy(layer.kernel), layer.low, layer.high)
+    return np.round(w) if rounded else w
 
 
 def _snap(layer):

@@ -37,7 +37,7 @@ def experiment_models():
     for name, build in static_arithmetic.build_models(10).items():
         models[f"static {name}"] = (build(), _positive(3, 10))
     for name in mystery_arithmetic.MODELS:
-        model = mystery_arithmetic.build_model(name, 4)
+        model = mystery_arithmetic.build_model(name, 4, steps=100)
         models[f"mystery {name}"] = (model, _positive(3, 4))
     for name in identity.MODELS:
         models[f"identity {name}"] = (identity.identity_model(name), _positive(3, 1))

@@ -96,6 +96,25 @@ def test_example_smoke_run(tmp_path, strategy):
     }
 
 
+@pytest.mark.research  # plots with matplotlib
+def test_nau_nmu_trains_snaps_and_prints_its_formulas(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--models", "NAU-NMU", "--epochs", "2",
+         "--train-size", "64", "--test-size", "64",
+         "--json", str(tmp_path / "m.json")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "| NAU-NMU |" in result.stdout and "NAU-NMU no" in result.stdout
+    # 4 steps learn nothing exact: snapped (or refused, if snapping made it
+    # worse), no output is solved.
+    assert "NAU-NMU snapped to exact weights: " in result.stdout
+    data = json.loads((tmp_path / "m.json").read_text())
+    assert set(data["models"]) == {"NAU-NMU"}
+    found = data["snapped"]["NAU-NMU"]
+    assert found["solved"] == [] and len(found["formulas"]) in (0, 10)
+
+
 def test_success_threshold_matches_the_analytic_value():
     # Two inputs: a - b of the perturbed solution is (1 - 2e)(x_i - x_j), so the
     # MSE is 4 e^2 E[(x_i - x_j)^2] = 8 e^2 var(x), var = 100^2 / 12 on U[-50, 50].

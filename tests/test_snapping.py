@@ -96,6 +96,56 @@ def test_an_nau_nmu_stack_snaps_to_the_exact_formula():
     np.testing.assert_array_equal(numpy(snapped.layers[1].effective_kernel), [[1], [1]])
 
 
+def split_products_model():
+    """`y = x2 + x0*x1` with the product computed by three NMU units, the
+    last layer's weight split among them (each rounds to 0)."""
+    x = keras.Input((3,))
+    nau, nmu, out = NAU(1), NMU(3), NAU(1)
+    model = keras.Model(x, out(keras.layers.Concatenate()([nau(x), nmu(x)])))
+    nau.kernel.assign(near(np.array([[0.0], [0.0], [1.0]]), (3, 1)))
+    nmu.kernel.assign(near(np.array([[1.0] * 3, [1.0] * 3, [0.0] * 3]), (3, 3)))
+    out.kernel.assign(np.array([[0.99], [0.34], [0.33], [0.33]], "float32"))
+    return model, out
+
+
+def test_units_that_compute_the_same_product_are_merged_before_rounding():
+    model, _ = split_products_model()
+    x = RNG.uniform(-5, 5, (128, 3))
+    y = x[:, 2:] + x[:, :1] * x[:, 1:2]
+    snapped, report = snap_weights(model, {"signed": (x.astype("float32"), y)})
+    assert report["signed"]["after"] < 1e-6
+    out = snapped.layers[-1]
+    np.testing.assert_array_equal(numpy(out.effective_kernel), [[1], [1], [0], [0]])
+
+
+def test_a_sum_and_a_product_of_one_factor_are_the_same_feature():
+    # An NMU unit that multiplies x1 alone computes x1, as a NAU unit that
+    # adds x1 alone does: a layer splitting its weight between them merges.
+    x = keras.Input((2,))
+    nau, nmu, out = NAU(1), NMU(1), NAU(1)
+    model = keras.Model(x, out(keras.layers.Concatenate()([nau(x), nmu(x)])))
+    nau.kernel.assign(np.array([[0.02], [0.97]], "float32"))
+    nmu.kernel.assign(np.array([[0.01], [0.99]], "float32"))
+    out.kernel.assign(np.array([[0.5], [0.5]], "float32"))
+    data = RNG.uniform(-5, 5, (64, 2))
+    snapped, _ = snap_weights(model, (data.astype("float32"), data[:, 1:]))
+    out = numpy(snapped.layers[-1].effective_kernel)
+    np.testing.assert_array_equal(out, [[1], [0]])
+
+
+def test_duplicate_inputs_of_a_product_are_not_merged():
+    # x0 * x0 is not x0: only the layers that add merge their inputs.
+    x = keras.Input((1,))
+    model = keras.Model(x, NMU(1)(keras.layers.Concatenate()([NAU(1)(x), NAU(1)(x)])))
+    for layer in model.layers[1:3]:
+        layer.kernel.assign(np.array([[0.99]], "float32"))
+    model.layers[-1].kernel.assign(np.array([[0.98], [0.97]], "float32"))
+    data = RNG.uniform(1, 5, (64, 1))
+    snapped, _ = snap_weights(model, (data.astype("float32"), data**2))
+    out = numpy(snapped.layers[-1].effective_kernel)
+    np.testing.assert_array_equal(out, [[1], [1]])
+
+
 def test_an_nmru_snaps_to_a_quotient():
     model = model_of(NMRU(1))
     # Rows: a, b, 1/a, 1/b: a / b keeps a and 1/b.

@@ -6,6 +6,11 @@
 U[-50, 50] (the blog's code drew its test set from U[-10, 10] by mistake).
 Models, each one layer as in the blog: Dense + ReLU, NAC, NALU (paper's tied
 weights), and iNALU (sign-aware: the task's products of signed inputs need it).
+`--models NAU-NMU` adds ours (not run by default): a NAU and an NMU side by
+side, concatenated, then a NAU to the outputs, trained with the penalty ramped
+in over the middle of the run and gradient clipping, then snapped
+(`keras_nalu.snap_weights`, verified on the test set) and read out as
+formulas (`keras_nalu.formulas`).
 Prints the final training and test MSE, the test MSE per kind of output, whether
 each model solved the task. Writes the results and every epoch's errors as
 JSON (`--json`) and the curves as a PNG beside it (`--png`).
@@ -34,7 +39,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_nalu import INALU, NAC, NALU  # noqa: E402
+from keras_nalu import INALU, NAC, NALU, NAU, NMU, formulas, snap_weights  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
@@ -56,17 +61,41 @@ from nalu_research.monitoring import (  # noqa: E402
 from nalu_research.tasks import SYMBOLS  # noqa: E402
 from nalu_research.tasks.mystery import MysteryArithmetic  # noqa: E402
 
-MODELS = {
+BLOG_MODELS = {
     "Dense-ReLU": lambda n: keras.layers.Dense(n, activation="relu"),
     "NAC": NAC,
     "NALU": NALU,
     "iNALU": INALU,
 }
+MODELS = (*BLOG_MODELS, "NAU-NMU")
+# The NAU-NMU recipe: NMU units (the task has up to 10 products), their
+# initialization near 0 (each unit starts as a product of nothing, 1), the
+# penalty ramped in from half to three quarters of the steps, and Adam's
+# update clipped to a global norm of 1.
+NMU_UNITS = 20
+NMU_INITIALIZER = {
+    "class_name": "RandomUniform",
+    "config": {"minval": 0.0, "maxval": 0.02},
+}
+CLIPNORM = {"NAU-NMU": 1.0}
 
 
-def build_model(name, input_size):
-    """One layer of `MODELS[name]` from `input_size` inputs to the 10 outputs."""
-    return keras.Sequential([keras.Input((input_size,)), MODELS[name](10)], name=name)
+def build_model(name, input_size, steps):
+    """`MODELS[name]` from `input_size` inputs to the 10 outputs: one layer
+    of the blog's models, or the NAU-NMU of `steps` training steps."""
+    if name != "NAU-NMU":
+        return keras.Sequential(
+            [keras.Input((input_size,)), BLOG_MODELS[name](10)], name=name
+        )
+    schedule = {
+        "regularization_start": steps // 2,
+        "regularization_end": steps * 3 // 4,
+    }
+    x = keras.Input((input_size,))
+    sums = NAU(10, **schedule)(x)
+    products = NMU(NMU_UNITS, kernel_initializer=NMU_INITIALIZER, **schedule)(x)
+    features = keras.layers.Concatenate()([sums, products])
+    return keras.Model(x, NAU(10, **schedule)(features), name="nau_nmu")
 
 
 # The arguments that change a run's training or its recorded curves: a
@@ -120,6 +149,13 @@ def parse_args(argv=None):
     parser.add_argument("--train-size", type=int, default=1000)
     parser.add_argument("--test-size", type=int, default=1000)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=MODELS,
+        default=list(BLOG_MODELS),
+        help="the models trained (default: the blog's, %(default)s)",
+    )
     add_output_arguments(parser, "results/mystery_arithmetic.json")
     add_training_arguments(parser, "mystery_arithmetic")
     add_backend_argument(parser, "mystery_arithmetic")
@@ -151,16 +187,20 @@ def main(argv=None):
     batches = epoch_batches(x_train, y_train, args.batch_size, args.seed)
     config = {k: getattr(args, k) for k in TRAINING_ARGUMENTS}
     curves, rows = {}, []
-    progress = Progress(len(MODELS), done=0, unit="model")
-    for name in MODELS:
+    steps = args.epochs * -(-args.train_size // args.batch_size)
+    exact = {}
+    progress = Progress(len(args.models), done=0, unit="model")
+    for name in args.models:
         print(f"{name}:", flush=True)
         start = time.perf_counter()
         keras.utils.set_random_seed(args.seed)
         result = fit(
-            lambda name=name: build_model(name, task.input_size),
+            lambda name=name: build_model(name, task.input_size, steps),
             batches,
             loss="mse",
-            optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+            optimizer_fn=lambda name=name: keras.optimizers.Adam(
+                args.learning_rate, global_clipnorm=CLIPNORM.get(name)
+            ),
             epochs=args.epochs,
             strategy=strategy,
             checkpoint_dir=checkpoints(name),
@@ -169,6 +209,8 @@ def main(argv=None):
         )
         seconds = time.perf_counter() - start
         report(result, name)
+        if name == "NAU-NMU":
+            exact[name] = snapped_formulas(result.model, x_test, y_test, task)
         history = result.history
         curves[name] = {
             "loss": history["loss"],
@@ -206,17 +248,48 @@ def main(argv=None):
         )
         + "."
     )
+    for name, found in exact.items():
+        print(f"\n{name} snapped to exact weights: {found['verdict']}")
+        if found["formulas"]:
+            pairs = zip(found["formulas"], task.describe(), strict=True)
+            for formula, target in pairs:
+                print(f"  {formula:24s} (task: {target})")
     print(
         f"For scale: the test targets have variance {float(y_test.var()):.4g}; "
         "predicting 0 everywhere gives test MSE "
         f"{float(np.square(y_test).mean()):.4g}."
     )
     if is_chief(strategy):
-        write_outputs(curves, rows, ops_, task, args)
+        write_outputs(curves, rows, ops_, task, args, exact)
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
 
 
-def write_outputs(curves, rows, ops_, task, args):
+# `snap_weights` keeps the snapped model if it does no worse than the trained
+# one on the test set; each output is then judged by the task's threshold.
+NO_WORSE = 1e30
+
+
+def snapped_formulas(model, x_test, y_test, task):
+    """`{"verdict", "formulas", "solved"}`: the model snapped to exact
+    weights (`snap_weights`, kept if no worse on the test set), its formulas
+    and the outputs whose test MSE is within 1% of the task's threshold; or
+    why it was not kept."""
+    try:
+        snapped, errors = snap_weights(model, {"test": (x_test, y_test)}, rtol=NO_WORSE)
+    except ValueError as error:
+        return {"verdict": f"refused: {error}", "formulas": [], "solved": []}
+    prediction = keras.ops.convert_to_numpy(snapped(x_test, training=False))
+    mse = np.square(prediction - y_test).mean(axis=0)
+    solved = [int(k) for k in np.flatnonzero(mse <= 1.01 * task.success_threshold())]
+    return {
+        "verdict": f"relative test error {errors['test']['after']:.2g} (trained: "
+        f"{errors['test']['before']:.2g}), solved {len(solved)} of {len(mse)} outputs",
+        "formulas": formulas(snapped),
+        "solved": solved,
+    }
+
+
+def write_outputs(curves, rows, ops_, task, args, exact):
     """The loss curves as a PNG and every model's results as JSON."""
     plt = pyplot()
     panels = [
@@ -248,6 +321,7 @@ def write_outputs(curves, rows, ops_, task, args):
                 }
                 for name, hist, per_kind, s, diverged in rows
             },
+            "snapped": exact,
         },
         args.json,
     )

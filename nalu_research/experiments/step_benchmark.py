@@ -88,6 +88,13 @@ def parse_args(argv=None):
         help="the backends measured (default: those installed, %(default)s)",
     )
     parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=list(MODELS),
+        default=list(MODELS),
+        help="the models timed (default: all of them)",
+    )
+    parser.add_argument(
         "--rounds",
         type=positive_int,
         default=5,
@@ -121,6 +128,7 @@ def parse_args(argv=None):
                 f"{INSTALL[backend]}"
             )
     args.backends = list(dict.fromkeys(args.backends))  # once each, in order
+    args.models = [m for m in MODELS if m in args.models]  # once each, in order
     return args
 
 
@@ -227,7 +235,7 @@ def worker(settings):
     settings = json.loads(settings)
     steps = settings["steps"]
     runs, first_call = {}, {}
-    for name in MODELS:
+    for name in settings["models"]:
         keras.utils.set_random_seed(0)
         train, _ = runs[name] = BUILDERS[name](steps)
         for i in range(WARM_UP):
@@ -302,15 +310,16 @@ def measure(args):
     """`({model: {backend: [ms per step of each round]}}, {model: {backend:
     seconds of the first fit call}})`. The workers start one after another
     (each compiles alone), then take turns in rounds."""
-    settings = {"steps": args.steps}
+    settings = {"steps": args.steps, "models": args.models}
     workers = []
     try:
         for backend in args.backends:
             print(f"Starting the {backend} worker (builds and compiles)...", flush=True)
             workers.append(Worker(backend, settings))
-        times = {name: {b: [] for b in args.backends} for name in MODELS}
+        times = {name: {b: [] for b in args.backends} for name in args.models}
         first_call = {
-            name: {w.backend: w.first_call[name] for w in workers} for name in MODELS
+            name: {w.backend: w.first_call[name] for w in workers}
+            for name in args.models
         }
         for round_ in range(args.rounds):
             for worker_ in workers:

@@ -234,14 +234,12 @@ def _merge_rows(layer, keys):
     if isinstance(layer, NAU):
         _assign(layer.kernel, w)
     else:  # a NAC: the nearest weights it can hold, rounded after
-        target = np.round(w)
-        _assign(layer.w_hat, SATURATION * target)
-        _assign(layer.m_hat, np.full_like(target, SATURATION))
+        _set_nac(layer.w_hat, layer.m_hat, w)
 
 
 def _effective(layer, rounded=True):
     if isinstance(layer, NAC):
-        w = np.tanh(_numpy(layer.w_hat)) / (1.0 + np.exp(-_numpy(layer.m_hat)))
+        w = _nac_weight(layer.w_hat, layer.m_hat)
     else:
         w = np.clip(_numpy(layer.kernel), layer.low, layer.high)
     return np.round(w) if rounded else w
@@ -263,13 +261,20 @@ def _snap(layer):
                 _snap_nac(layer.mul_w_hat, layer.mul_m_hat)
             _assign(layer.gate_kernel, GATE_SCALE * _numpy(layer.gate_kernel))
     elif isinstance(layer, (NAU, NMU)):  # NMRU is an NMU
-        w = np.clip(_numpy(layer.kernel), layer.low, layer.high)
-        _assign(layer.kernel, np.round(w))
+        _assign(layer.kernel, _effective(layer))
 
 
 def _snap_nac(w_hat, m_hat):
     """Sets `tanh(w_hat) * sigmoid(m_hat)` to the nearest of -1, 0 and 1."""
-    w = np.tanh(_numpy(w_hat)) / (1.0 + np.exp(-_numpy(m_hat)))
+    _set_nac(w_hat, m_hat, _nac_weight(w_hat, m_hat))
+
+
+def _nac_weight(w_hat, m_hat):
+    return np.tanh(_numpy(w_hat)) / (1.0 + np.exp(-_numpy(m_hat)))
+
+
+def _set_nac(w_hat, m_hat, w):
+    """Sets `tanh(w_hat) * sigmoid(m_hat)` to `round(w)`, exactly."""
     target = np.round(w)
     _assign(w_hat, SATURATION * target)
     _assign(m_hat, np.full_like(target, SATURATION))

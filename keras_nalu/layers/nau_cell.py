@@ -126,8 +126,11 @@ class NAUCell(RecurrentCellMixin, NAU):
 
     def build(self, input_shape):
         super().build(input_shape)
+        rows = self.kernel.shape[0] - self.units
+        # The mask of `diagonal_state`, made once: `effective_kernel` runs at
+        # every time step.
+        self._state_mask = np.vstack([np.ones((rows, self.units)), np.eye(self.units)])
         if self.recurrent_initializer is not None:
-            rows = self.kernel.shape[0] - self.units
             recurrent = self.recurrent_initializer(
                 (self.units, self.units), dtype=self.kernel.dtype
             )
@@ -152,9 +155,7 @@ class NAUCell(RecurrentCellMixin, NAU):
         w = super().effective_kernel
         if not self.diagonal_state:
             return w
-        rows = self.kernel.shape[0] - self.units
-        mask = np.vstack([np.ones((rows, self.units)), np.eye(self.units)])
-        return w * ops.convert_to_tensor(mask, dtype=w.dtype)
+        return w * ops.convert_to_tensor(self._state_mask, dtype=w.dtype)
 
     def _step(self, inputs, training):
         return self._unit(inputs, self.effective_kernel, training)

@@ -9,7 +9,7 @@ weights), and iNALU (sign-aware: the task's products of signed inputs need it).
 `--models NAU-NMU` adds ours (not run by default): a NAU and an NMU side by
 side, concatenated, then a NAU to the outputs, trained with the penalty ramped
 in over the middle of the run and gradient clipping, then snapped
-(`keras_nalu.snap_weights`, verified on the test set) and read out as
+(`keras_nalu.snap_weights`, kept if no worse on the test set) and read out as
 formulas (`keras_nalu.formulas`).
 Prints the final training and test MSE, the test MSE per kind of output, whether
 each model solved the task. Writes the results and every epoch's errors as

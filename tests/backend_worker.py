@@ -3,13 +3,14 @@ saves models of every layer and cell, or loads the models another backend
 saved and records their outputs. Used by tests/test_backends.py and
 tests/test_backends_export.py.
 
-    python -m tests.backend_worker save FOLDER
-    python -m tests.backend_worker load FOLDER SOURCE_BACKEND...
+    python -m tests.backend_worker save-load FOLDER SOURCE_BACKEND...
     python -m tests.backend_worker export FOLDER
 """
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import keras
@@ -92,7 +93,29 @@ def save(folder):
         model.fit(x, y, epochs=2, batch_size=4, verbose=0)
         model.save(folder / f"{name}.keras")
         results[name] = outputs(model, x).tolist()
-    (folder / "outputs.json").write_text(json.dumps(results))
+    # Written whole or not at all: other processes wait for this file.
+    (folder / "outputs.tmp").write_text(json.dumps(results))
+    os.replace(folder / "outputs.tmp", folder / "outputs.json")
+
+
+def save_load(folder, sources, timeout=600):
+    """`save` into `folder/<this backend>`, then `load` once every source
+    has saved (a process per backend, not two): a source that failed to save
+    leaves a `failed` file, which stops the wait at once."""
+    own = folder / keras.backend.backend()
+    own.mkdir(exist_ok=True)
+    try:
+        save(own)
+    except BaseException:
+        (own / "failed").touch()
+        raise
+    deadline = time.monotonic() + timeout
+    while not all((folder / s / "outputs.json").exists() for s in sources):
+        failed = [s for s in sources if (folder / s / "failed").exists()]
+        if failed or time.monotonic() > deadline:
+            raise RuntimeError(f"no saved models from {failed or sources}")
+        time.sleep(0.2)
+    load(folder, sources)
 
 
 def load(folder, sources):
@@ -146,7 +169,7 @@ def export(folder):
 if __name__ == "__main__":
     command, folder, sources = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
     folder.mkdir(parents=True, exist_ok=True)
-    if command == "load":
-        load(folder, sources)
+    if command == "save-load":
+        save_load(folder, sources)
     else:
-        {"save": save, "export": export}[command](folder)
+        {"export": export}[command](folder)

@@ -50,8 +50,7 @@ def loaded(tmp_path_factory):
     """Every layer and cell, trained two epochs and saved on each backend,
     then loaded on each: `{target: {source: {model: result}}}`."""
     folder = tmp_path_factory.mktemp("backends")
-    run_workers({b: ("save", folder / b) for b in BACKENDS})
-    run_workers({b: ("load", folder, *BACKENDS) for b in BACKENDS})
+    run_workers({b: ("save-load", folder, *BACKENDS) for b in BACKENDS})
     return {
         target: json.loads((folder / f"loaded_on_{target}.json").read_text())
         for target in BACKENDS

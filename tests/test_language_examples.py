@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -194,6 +195,8 @@ def load_example(script):
         ("number_translation.py", ["--steps", "0"], "--steps must be a positive"),
         ("number_translation.py", ["--sizes", "16", "-2"],
          "--sizes must be positive integers, got -2"),
+        ("number_translation.py", ["--embedding-size", "0"],
+         "--embedding-size must be a positive integer, got 0"),
         ("number_translation.py", ["--learning-rates", "0"],
          "--learning-rates must be greater than 0, got 0.0"),
         ("number_translation.py", ["--steps", "10", "--eval-every", "20"],
@@ -226,3 +229,18 @@ def test_seeds_trained_side_by_side_match_a_seed_trained_alone():
     for split in data:
         assert together[1][0][split] == pytest.approx(alone[0][0][split], rel=1e-5)
     assert together[0][0]["train"] != pytest.approx(together[1][0]["train"])
+
+
+def test_number_translation_embedding_size_is_set_apart_from_the_lstm_size():
+    example = load_example("number_translation.py")
+
+    def sizes(model):
+        layers = model.layers
+        (embedding,) = [x for x in layers if isinstance(x, keras.layers.Embedding)]
+        (lstm,) = [x for x in layers if isinstance(x, keras.layers.LSTM)]
+        return embedding.output_dim, lstm.units
+
+    ((_, model),) = example.build_models("nalu", 4, [0], embedding_size=6)
+    assert sizes(model) == (6, 4)
+    ((_, model),) = example.build_models("nalu", 4, [0])  # the paper's grid
+    assert sizes(model) == (4, 4)

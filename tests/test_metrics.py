@@ -4,6 +4,7 @@ from nalu_research.tasks import (
     StaticArithmetic,
     mean_interval,
     mean_squared_error,
+    metrics,
     paper_scale,
     sparsity_error,
     success_threshold,
@@ -60,11 +61,26 @@ def test_success_threshold_follows_the_tasks_own_slices():
     assert ours == pytest.approx(1.60e-5, rel=0.03)
 
 
-def test_success_threshold_is_reproducible_by_seed():
+def test_success_threshold_is_reproducible_by_seed_and_simulated_once(monkeypatch):
     task = StaticArithmetic("mul")
-    assert success_threshold(task, samples=1000, seed=3) == success_threshold(
-        task, samples=1000, seed=3
+    first = success_threshold(task, samples=1000, seed=3)
+    assert first == metrics._simulated_threshold(task, 1e-5, 1000, 3)  # afresh
+    assert success_threshold(task, samples=1000, seed=4) != first
+    calls = []
+    monkeypatch.setattr(
+        metrics, "_simulated_threshold", lambda *args: calls.append(args) or 0.0
     )
+    # An equal task (another object) is not simulated again ...
+    assert success_threshold(StaticArithmetic("mul"), samples=1000, seed=3) == first
+    assert calls == []
+    # ... one that differs in anything the threshold depends on is.
+    for other in [
+        StaticArithmetic("mul", extrapolation_range=(2.0, 5.0)),
+        StaticArithmetic("mul", seed=1),  # other slices
+        StaticArithmetic("div"),
+    ]:
+        assert success_threshold(other, samples=1000, seed=3) == 0.0
+    assert len(calls) == 3
 
 
 @pytest.mark.parametrize(

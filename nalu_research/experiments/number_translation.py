@@ -78,11 +78,12 @@ from nalu_research.tasks.number_words import (  # noqa: E402
 MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
 
 
-def build_branch(ids, kind, size):
-    """Per-token predictions `(batch, T)` of one model on token `ids`."""
+def build_branch(ids, kind, size, embedding_size=None):
+    """Per-token predictions `(batch, T)` of one model on token `ids`: an
+    embedding of `embedding_size` (default `size`), an LSTM of `size`."""
     # No mask: padding follows the last token, which the loss reads, and
     # SummedStates masks it out itself.
-    x = keras.layers.Embedding(len(VOCABULARY) + 2, size)(ids)
+    x = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)(ids)
     h = keras.layers.LSTM(size, return_sequences=True)(x)
     if kind == "lstm":
         readout = keras.layers.Dense(1)(SummedStates()([h, ids]))
@@ -93,7 +94,7 @@ def build_branch(ids, kind, size):
     return keras.layers.Reshape((-1,))(readout)
 
 
-def build_models(kind, size, seeds):
+def build_models(kind, size, seeds, embedding_size=None):
     """One model per seed, each initialized as if built alone after
     `keras.utils.set_random_seed(seed)`: `[(steps_model, model), ...]`, token
     ids -> per-token predictions and -> the last token's (the one trained)."""
@@ -101,7 +102,7 @@ def build_models(kind, size, seeds):
     models = []
     for seed in seeds:
         keras.utils.set_random_seed(seed)
-        steps = build_branch(ids, kind, size)
+        steps = build_branch(ids, kind, size, embedding_size)
         models.append(
             (
                 keras.Model(ids, steps, name=f"{kind}_steps_{seed}"),
@@ -115,11 +116,12 @@ def build_models(kind, size, seeds):
     return models
 
 
-def build_side_by_side(kind, size, seeds):
+def build_side_by_side(kind, size, seeds, embedding_size=None):
     """`(model, models)`: the model that trains the seeds' models side by side
     (token ids -> each seed's last-token prediction, a list of them, or one
-    prediction for one seed) and `build_models(kind, size, seeds)`."""
-    models = build_models(kind, size, seeds)
+    prediction for one seed) and `build_models(kind, size, seeds,
+    embedding_size)`."""
+    models = build_models(kind, size, seeds, embedding_size)
     ids = models[0][1].inputs[0]
     outputs = [model.outputs[0] for _, model in models]
     return keras.Model(ids, outputs[0] if len(seeds) == 1 else outputs), models
@@ -239,7 +241,9 @@ def train_config(
     alone = len(seeds) == 1
 
     def build():
-        model, built["models"] = build_side_by_side(kind, size, seeds)
+        model, built["models"] = build_side_by_side(
+            kind, size, seeds, args.embedding_size
+        )
         keep.watch([model for _, model in built["models"]])
         return model
 
@@ -312,7 +316,16 @@ def parse_args(argv=None):
     parser.add_argument("--seeds", type=int, default=3, help="runs per config")
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--eval-every", type=int, default=500)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[16, 32])
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[16, 32], help="LSTM sizes"
+    )
+    parser.add_argument(
+        "--embedding-size",
+        type=int,
+        default=None,
+        help="the token embedding's size (default: the LSTM's, as the paper's "
+        "grid; the authors told Madsen & Johansen about 256, with an LSTM of 10)",
+    )
     parser.add_argument(
         "--learning-rates", type=float, nargs="+", default=[0.01, 0.001]
     )
@@ -349,6 +362,10 @@ def parse_args(argv=None):
     for size in args.sizes:
         if size <= 0:
             parser.error(f"--sizes must be positive integers, got {size}")
+    if args.embedding_size is not None and args.embedding_size <= 0:
+        parser.error(
+            f"--embedding-size must be a positive integer, got {args.embedding_size}"
+        )
     for rate in args.learning_rates:
         if not rate > 0:
             parser.error(f"--learning-rates must be greater than 0, got {rate}")
@@ -368,8 +385,14 @@ def main(argv=None):
     print(
         f"Number words 0-999, split seed {args.seed}: "
         + ", ".join(f"{len(data[s][1])} {s}" for s in data)
-        + f". Grid: sizes {args.sizes} x learning rates {args.learning_rates}, "
-        f"seeds {seeds}; {args.steps} full-batch Adam steps per run, "
+        + f". Grid: LSTM sizes {args.sizes} x learning rates {args.learning_rates}"
+        + (
+            ""
+            if args.embedding_size is None
+            else f" (embeddings of {args.embedding_size})"
+        )
+        + ", "
+        + f"seeds {seeds}; {args.steps} full-batch Adam steps per run, "
         f"{args.loss.upper()} loss on the last token, validation every "
         f"{args.eval_every} steps (best kept).\n",
         flush=True,

@@ -31,6 +31,17 @@ weights on identical inputs before its own are rounded (the sum on one,
 0 on the others), which leaves its output unchanged. Identical means the
 same sum or product of the same inputs, across branches too (a product of
 one factor is that factor).
+
+**With `search=True`, weights halfway between two values are decided on the
+data.** A weight of -0.6 may stand for -1, or for 0 with the rest of the
+model making up the difference. When the rounded model does not fit `data`
+exactly, each weight that lay `AMBIGUOUS` or farther from the value it was
+rounded to is tried at its other neighbour, the most ambiguous first (at
+most `MAX_CHOICES` of them), and the change is kept if it lowers the summed
+relative error over `data`. The result is then an exact model within one
+rounding step of the trained one, chosen by the data, which is a weaker
+claim than rounding alone: pass held-out data, not the test set you report
+on.
 """
 
 import functools
@@ -46,9 +57,13 @@ SATURATION = 40.0
 GATE_SCALE = 1e4
 # A snapped model may be worse than the original by float32 rounding only.
 NOISE = 1e-6
+# Rounded weights this far from their value or farther (0.5 at most) are
+# retried at the other neighbour when the rounded model does not fit.
+AMBIGUOUS = 0.25
+MAX_CHOICES = 256
 
 
-def snap_weights(model, data, *, rtol=1e-5):
+def snap_weights(model, data, *, rtol=1e-5, search=False):
     """Returns a copy of `model` with exact arithmetic weights, verified.
 
     The copy (`keras.models.clone_model` with the trained weights) has each
@@ -65,6 +80,9 @@ def snap_weights(model, data, *, rtol=1e-5):
             `(x, y)` pair.
         rtol: Positive float, the largest relative error allowed
             (keyword-only).
+        search: Boolean, whether weights rounded from `AMBIGUOUS` or
+            farther are retried at their other neighbour on `data`, kept
+            where that lowers the error (keyword-only; see the module).
 
     Returns:
         `(snapped_model, report)`: `report` maps each data set's name to
@@ -97,6 +115,7 @@ def snap_weights(model, data, *, rtol=1e-5):
             f"Received: model={model!r}"
         )
     rtol = _validation.positive_float("rtol", rtol)
+    search = _validation.boolean("search", search)
     if isinstance(data, tuple):
         data = {"data": data}
     if not isinstance(data, dict) or not data:
@@ -107,13 +126,17 @@ def snap_weights(model, data, *, rtol=1e-5):
         )
     snapped = keras.models.clone_model(model)
     snapped.set_weights(model.get_weights())
+    choices = []
     _walk(
         snapped,
         [
             _Keys([("x", i, j) for j in range(tensor.shape[-1])])
             for i, tensor in enumerate(snapped.inputs)
         ],
+        choices,
     )
+    if search:
+        _decide(snapped, choices, data)
     report = {
         name: {"before": _error(model, x, y), "after": _error(snapped, x, y)}
         for name, (x, y) in data.items()
@@ -145,39 +168,39 @@ class _Keys:
         self.keys = keys
 
 
-def _walk(model, values):
+def _walk(model, values, choices):
     """Snaps the layers of `model` in the order of its graph, from the keys
-    of its inputs' features (one `_Keys` per input); returns the keys of its
-    output features."""
+    of its inputs' features (one `_Keys` per input), adding its ambiguous
+    weights to `choices`; returns the keys of its output features."""
     if isinstance(model, keras.Sequential):
         (value,) = values
         for layer in model.layers:
-            value = _visit(layer, value)
+            value = _visit(choices, layer, value)
         return value
     # Keras's own walk through a functional graph (as `Functional.call` does),
     # as `keras_nalu.formulas` reads one.
     return model._run_through_graph(
-        values, operation_fn=lambda op: functools.partial(_visit, op)
+        values, operation_fn=lambda op: functools.partial(_visit, choices, op)
     )
 
 
-def _visit(op, value, *args, **kwargs):
+def _visit(choices, op, value, *args, **kwargs):
     if isinstance(op, keras.Model):
-        return _walk(op, value if isinstance(value, list) else [value])
+        return _walk(op, value if isinstance(value, list) else [value], choices)
     if isinstance(op, keras.layers.Concatenate) and op.axis in (
         -1,
         len(op.output.shape) - 1,
     ):
         return _Keys([key for v in value for key in v.keys])
     if isinstance(value, list):  # Add, Multiply, a ConfiguredNALU, ...
-        _snap(op)
+        _snap(op, choices)
         return _opaque(op)
     if isinstance(op, keras.layers.RNN):
-        _snap(op.cell)
+        _snap(op.cell, choices)
         return _opaque(op)
     if _reads_sums(op):
         _merge_rows(op, value.keys)
-    _snap(op)
+    _snap(op, choices)
     ones = [(key, 1) for key in value.keys]
     if isinstance(op, NMRU):
         inverses = [(key, -1) for key in value.keys]
@@ -245,28 +268,84 @@ def _effective(layer, rounded=True):
     return np.round(w) if rounded else w
 
 
-def _snap(layer):
+def _snap(layer, choices):
     if isinstance(layer, ConfiguredNALU):
         raise ValueError(
             f"Cannot snap the weights of {layer.name!r}, a ConfiguredNALU: its "
             "controller sets its arithmetic weights per example."
         )
     if isinstance(layer, NAC):  # NACCell, NALU, NALUCell, INALU
-        _snap_nac(layer.w_hat, layer.m_hat)
+        _snap_nac(layer.w_hat, layer.m_hat, choices)
         if isinstance(layer, INALU):
-            _snap_nac(layer.mul_w_hat, layer.mul_m_hat)
+            _snap_nac(layer.mul_w_hat, layer.mul_m_hat, choices)
             _assign(layer.gate, SATURATION * np.sign(_numpy(layer.gate)))
         elif isinstance(layer, NALU):
             if not layer.tied_weights:
-                _snap_nac(layer.mul_w_hat, layer.mul_m_hat)
+                _snap_nac(layer.mul_w_hat, layer.mul_m_hat, choices)
             _assign(layer.gate_kernel, GATE_SCALE * _numpy(layer.gate_kernel))
     elif isinstance(layer, (NAU, NMU)):  # NMRU is an NMU
-        _assign(layer.kernel, _effective(layer))
+        w = _effective(layer, rounded=False)
+        _assign(layer.kernel, np.round(w))
+        _add_choices(choices, w, layer.low, layer.high, _Entry(layer.kernel))
 
 
-def _snap_nac(w_hat, m_hat):
+def _snap_nac(w_hat, m_hat, choices):
     """Sets `tanh(w_hat) * sigmoid(m_hat)` to the nearest of -1, 0 and 1."""
-    _set_nac(w_hat, m_hat, _nac_weight(w_hat, m_hat))
+    w = _nac_weight(w_hat, m_hat)
+    _set_nac(w_hat, m_hat, w)
+    _add_choices(choices, w, -1.0, 1.0, _Entry(w_hat, m_hat))
+
+
+class _Entry:
+    """Sets one element of a kernel (or of a NAC's `(w_hat, m_hat)`) to an
+    exact value."""
+
+    def __init__(self, variable, m_hat=None):
+        self.variable, self.m_hat = variable, m_hat
+
+    def set(self, index, value):
+        w = _numpy(self.variable)
+        if self.m_hat is None:
+            w[index] = value
+            _assign(self.variable, w)
+        else:
+            m = _numpy(self.m_hat)
+            w[index], m[index] = SATURATION * value, SATURATION
+            _assign(self.variable, w)
+            _assign(self.m_hat, m)
+
+
+def _add_choices(choices, w, low, high, entry):
+    """Adds `(ambiguity, entry, index, rounded, other)` for each weight of
+    `w` rounded from `AMBIGUOUS` or farther, whose other neighbour is in
+    `[low, high]`."""
+    rounded = np.round(w)
+    for index in zip(*np.nonzero(np.abs(w - rounded) >= AMBIGUOUS), strict=True):
+        other = rounded[index] + np.sign(w[index] - rounded[index])
+        if low <= other <= high:
+            ambiguity = float(abs(w[index] - rounded[index]))
+            choices.append((ambiguity, entry, index, rounded[index], other))
+
+
+def _decide(model, choices, data):
+    """Tries the ambiguous weights at their other neighbour, most ambiguous
+    first, while the model does not fit `data` exactly; keeps each change
+    that lowers the summed relative error."""
+
+    def error():
+        return sum(_error(model, x, y) for x, y in data.values())
+
+    best = error()
+    choices = sorted(choices, key=lambda choice: -choice[0])[:MAX_CHOICES]
+    for _, entry, index, rounded, other in choices:
+        if best <= NOISE * len(data):
+            return
+        entry.set(index, other)
+        tried = error()
+        if tried < best:
+            best = tried
+        else:
+            entry.set(index, rounded)
 
 
 def _nac_weight(w_hat, m_hat):

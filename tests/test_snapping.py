@@ -192,6 +192,47 @@ def test_a_model_that_did_not_learn_the_operation_is_refused_with_its_errors():
     assert "large: " in message and " before, " in message and " after" in message
 
 
+def test_search_decides_a_halfway_weight_on_the_data():
+    # A NAC at (0.55, 0.4) rounds to x0 alone; with search, 0.4 (the weight
+    # rounded from 0.4 away) is tried at 1, which fits a+b exactly.
+    model = model_of(NAC(1))
+    model.layers[0].set_weights(latent_for(np.array([[0.55], [0.4]])))
+    snapped, report = snap_weights(model, sets(np.add), search=True)
+    np.testing.assert_array_equal(numpy(snapped.layers[0].effective_kernel), [[1], [1]])
+    assert report["large"]["after"] < 1e-6
+
+
+def test_search_keeps_only_changes_that_lower_the_error():
+    # (0.7, 0.3) for 0.9*x0: rounding gives x0 (relative error 0.11); both
+    # flips, 0 for the first weight and 1 for the second, are worse and undone.
+    model = model_of(NAC(1))
+    model.layers[0].set_weights(latent_for(np.array([[0.7], [0.3]])))
+    data = sets(lambda a, b: 0.9 * a)
+    snapped, report = snap_weights(model, data, search=True, rtol=0.2)
+    np.testing.assert_array_equal(numpy(snapped.layers[0].effective_kernel), [[1], [0]])
+    assert report["small"]["after"] == pytest.approx(0.1 / 0.9)
+
+
+def test_search_drops_a_constant_unit_the_rounding_would_keep():
+    # The mystery task's miss: an NMU unit whose weights round to 0 computes
+    # the constant 1, and the layer above holds -0.6 on it. Rounding gives
+    # x0*x1 - 1; searching tries 0 for that weight, which is exact.
+    model = model_of(NMU(2), NAU(1))
+    model.layers[0].kernel.assign(np.array([[1.0, 0.1], [1.0, 0.05]], "float32"))
+    model.layers[1].kernel.assign(np.array([[1.0], [-0.6]], "float32"))
+    data = sets(np.multiply)
+    with pytest.raises(ValueError, match="does not fit"):
+        snap_weights(model, data, rtol=1e-3)
+    snapped, report = snap_weights(model, data, rtol=1e-3, search=True)
+    np.testing.assert_array_equal(numpy(snapped.layers[1].effective_kernel), [[1], [0]])
+    assert report["small"]["after"] < 1e-6
+
+
+def test_search_must_be_a_boolean():
+    with pytest.raises(ValueError, match="search"):
+        snap_weights(model_of(NAU(1)), sets(np.add), search="yes")
+
+
 def test_snapping_never_makes_a_model_worse():
     # Weights near 0.5 round to 1 or 0: worse than the unsnapped model, even
     # where the tolerance would let it pass.

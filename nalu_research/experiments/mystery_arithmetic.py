@@ -9,7 +9,8 @@ weights), and iNALU (sign-aware: the task's products of signed inputs need it).
 `--models NAU-NMU` adds ours (not run by default): a NAU and an NMU side by
 side, concatenated, then a NAU to the outputs, trained with the penalty ramped
 in over the middle of the run and gradient clipping, then snapped
-(`keras_nalu.snap_weights`, kept if no worse on the test set) and read out as
+(`keras_nalu.snap_weights` with `search=True`: halfway weights decided on a
+held-out sample of the test range, kept if no worse there) and read out as
 formulas (`keras_nalu.formulas`).
 Prints the final training and test MSE, the test MSE per kind of output, whether
 each model solved the task. Writes the results and every epoch's errors as
@@ -59,6 +60,7 @@ from nalu_research.monitoring import (  # noqa: E402
     tensorboard,
 )
 from nalu_research.tasks import SYMBOLS  # noqa: E402
+from nalu_research.tasks.first_contact import relative_error  # noqa: E402
 from nalu_research.tasks.mystery import MysteryArithmetic  # noqa: E402
 
 BLOG_MODELS = {
@@ -210,7 +212,10 @@ def main(argv=None):
         seconds = time.perf_counter() - start
         report(result, name)
         if name == "NAU-NMU":
-            exact[name] = snapped_formulas(result.model, x_test, y_test, task)
+            held_out = task.sample(args.test_size, "test", seed=(args.seed, 3))
+            exact[name] = snapped_formulas(
+                result.model, held_out, (x_test, y_test), task
+            )
         history = result.history
         curves[name] = {
             "loss": history["loss"],
@@ -265,25 +270,32 @@ def main(argv=None):
 
 
 # `snap_weights` keeps the snapped model if it does no worse than the trained
-# one on the test set; each output is then judged by the task's threshold.
+# one on the held-out sample; each output is then judged on the test set by
+# the task's threshold.
 NO_WORSE = 1e30
 
 
-def snapped_formulas(model, x_test, y_test, task):
+def snapped_formulas(model, held_out, test, task):
     """`{"verdict", "formulas", "solved"}`: the model snapped to exact
-    weights (`snap_weights`, kept if no worse on the test set), its formulas
-    and the outputs whose test MSE is within 1% of the task's threshold; or
-    why it was not kept."""
+    weights (`snap_weights(..., search=True)` on the `held_out` pair `(x,
+    y)`, kept if no worse there), its formulas and the outputs whose MSE on
+    the `test` pair is within 1% of the task's threshold; or why it was not
+    kept."""
     try:
-        snapped, errors = snap_weights(model, {"test": (x_test, y_test)}, rtol=NO_WORSE)
+        snapped, _ = snap_weights(
+            model, {"held-out": held_out}, rtol=NO_WORSE, search=True
+        )
     except ValueError as error:
         return {"verdict": f"refused: {error}", "formulas": [], "solved": []}
+    x_test, y_test = test
     prediction = keras.ops.convert_to_numpy(snapped(x_test, training=False))
     mse = np.square(prediction - y_test).mean(axis=0)
     solved = [int(k) for k in np.flatnonzero(mse <= 1.01 * task.success_threshold())]
+    trained = keras.ops.convert_to_numpy(model(x_test, training=False))
     return {
-        "verdict": f"relative test error {errors['test']['after']:.2g} (trained: "
-        f"{errors['test']['before']:.2g}), solved {len(solved)} of {len(mse)} outputs",
+        "verdict": f"relative test error {relative_error(prediction, y_test):.2g} "
+        f"(trained: {relative_error(trained, y_test):.2g}), "
+        f"solved {len(solved)} of {len(mse)} outputs",
         "formulas": formulas(snapped),
         "solved": solved,
     }

@@ -32,16 +32,18 @@ weights on identical inputs before its own are rounded (the sum on one,
 same sum or product of the same inputs, across branches too (a product of
 one factor is that factor).
 
-**With `search=True`, weights halfway between two values are decided on the
-data.** A weight of -0.6 may stand for -1, or for 0 with the rest of the
-model making up the difference. When the rounded model does not fit `data`
-exactly, each weight that lay `AMBIGUOUS` or farther from the value it was
-rounded to is tried at its other neighbour, the most ambiguous first (at
-most `MAX_CHOICES` of them), and the change is kept if it lowers the summed
-relative error over `data`. The result is then an exact model within one
-rounding step of the trained one, chosen by the data, which is a weaker
-claim than rounding alone: pass held-out data, not the test set you report
-on.
+**With `search=True`, the data decide where rounding is a guess.** A weight
+of 0.6 may stand for 1, or for 0 with the rest of the model making up the
+difference; a unit of many small product weights computes about 0 on the
+training range but rounds to the constant 1 (an empty product), so the
+weight of the layer reading it, -1 say, must become 0. When the rounded
+model does not fit `data` exactly, each weight rounded to a nonzero value
+is tried at 0, and each rounded to 0 from `AMBIGUOUS` or farther at the
+value on its side, in order of how far the weight was rounded (at most
+`MAX_CHOICES` tries); a change is kept if it lowers the summed relative
+error over `data`. The result is an exact model one step from the rounded
+one per weight, chosen by the data: a weaker claim than rounding alone, so
+pass held-out data, not the test set you report on.
 """
 
 import functools
@@ -57,8 +59,8 @@ SATURATION = 40.0
 GATE_SCALE = 1e4
 # A snapped model may be worse than the original by float32 rounding only.
 NOISE = 1e-6
-# Rounded weights this far from their value or farther (0.5 at most) are
-# retried at the other neighbour when the rounded model does not fit.
+# With `search=True`, weights rounded to 0 from this far or farther are
+# retried at the value on their side (nonzero ones are all retried at 0).
 AMBIGUOUS = 0.25
 MAX_CHOICES = 256
 
@@ -80,9 +82,10 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
             `(x, y)` pair.
         rtol: Positive float, the largest relative error allowed
             (keyword-only).
-        search: Boolean, whether weights rounded from `AMBIGUOUS` or
-            farther are retried at their other neighbour on `data`, kept
-            where that lowers the error (keyword-only; see the module).
+        search: Boolean, whether a model that does not fit `data` once
+            rounded has its rounded weights retried one step away, each
+            kept where it lowers the error on `data` (keyword-only; see the
+            module).
 
     Returns:
         `(snapped_model, report)`: `report` maps each data set's name to
@@ -316,21 +319,21 @@ class _Entry:
 
 
 def _add_choices(choices, w, low, high, entry):
-    """Adds `(ambiguity, entry, index, rounded, other)` for each weight of
-    `w` rounded from `AMBIGUOUS` or farther, whose other neighbour is in
-    `[low, high]`."""
+    """Adds `(distance, entry, index, rounded, other)` for each weight of `w`
+    (in `[low, high]`) to retry: at 0 if rounded to a nonzero value, at the
+    value on its side if rounded to 0 from `AMBIGUOUS` or farther."""
     rounded = np.round(w)
-    for index in zip(*np.nonzero(np.abs(w - rounded) >= AMBIGUOUS), strict=True):
-        other = rounded[index] + np.sign(w[index] - rounded[index])
-        if low <= other <= high:
-            ambiguity = float(abs(w[index] - rounded[index]))
-            choices.append((ambiguity, entry, index, rounded[index], other))
+    other = np.where(rounded != 0, 0.0, np.clip(np.sign(w), low, high))
+    retry = (rounded != 0) | ((np.abs(w) >= AMBIGUOUS) & (other != 0))
+    for index in zip(*np.nonzero(retry), strict=True):
+        distance = float(abs(w[index] - rounded[index]))
+        choices.append((distance, entry, index, rounded[index], other[index]))
 
 
 def _decide(model, choices, data):
-    """Tries the ambiguous weights at their other neighbour, most ambiguous
-    first, while the model does not fit `data` exactly; keeps each change
-    that lowers the summed relative error."""
+    """Tries the `choices`, the weights rounded farthest first, while the
+    model does not fit `data` exactly; keeps each change that lowers the
+    summed relative error."""
 
     def error():
         return sum(_error(model, x, y) for x, y in data.values())

@@ -214,18 +214,21 @@ def test_search_keeps_only_changes_that_lower_the_error():
 
 
 def test_search_drops_a_constant_unit_the_rounding_would_keep():
-    # The mystery task's miss: an NMU unit whose weights round to 0 computes
-    # the constant 1, and the layer above holds -0.6 on it. Rounding gives
-    # x0*x1 - 1; searching tries 0 for that weight, which is exact.
+    # The mystery task's miss: an NMU unit of small weights varies on the
+    # data but rounds to the constant 1, and the layer above holds -1 on it.
+    # Rounding gives x0*x1 - 1; searching tries 0 for that weight: exact.
     model = model_of(NMU(2), NAU(1))
     model.layers[0].kernel.assign(np.array([[1.0, 0.1], [1.0, 0.05]], "float32"))
-    model.layers[1].kernel.assign(np.array([[1.0], [-0.6]], "float32"))
-    data = sets(np.multiply)
-    with pytest.raises(ValueError, match="does not fit"):
-        snap_weights(model, data, rtol=1e-3)
+    model.layers[1].kernel.assign(np.array([[1.0], [-1.0]], "float32"))
+    x = SMALL.astype(np.float64)
+    data = {"held-out": (x, x[:, :1] * x[:, 1:])}
     snapped, report = snap_weights(model, data, rtol=1e-3, search=True)
     np.testing.assert_array_equal(numpy(snapped.layers[1].effective_kernel), [[1], [0]])
-    assert report["small"]["after"] < 1e-6
+    kernel = numpy(snapped.layers[0].effective_kernel)
+    np.testing.assert_array_equal(kernel, [[1, 0], [1, 0]])
+    assert report["held-out"]["after"] < 1e-6
+    with pytest.raises(ValueError, match="does not fit"):
+        snap_weights(model, data, rtol=1e-3)  # rounding alone: x0*x1 - 1
 
 
 def test_search_must_be_a_boolean():

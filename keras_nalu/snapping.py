@@ -173,8 +173,8 @@ class _Keys:
 
 def _walk(model, values, choices):
     """Snaps the layers of `model` in the order of its graph, from the keys
-    of its inputs' features (one `_Keys` per input), adding its ambiguous
-    weights to `choices`; returns the keys of its output features."""
+    of its inputs' features (one `_Keys` per input), adding the weights a
+    search may retry to `choices`; returns the keys of its output features."""
     if isinstance(model, keras.Sequential):
         (value,) = values
         for layer in model.layers:

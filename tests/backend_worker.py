@@ -171,5 +171,7 @@ if __name__ == "__main__":
     folder.mkdir(parents=True, exist_ok=True)
     if command == "save-load":
         save_load(folder, sources)
+    elif command == "export":
+        export(folder)
     else:
-        {"export": export}[command](folder)
+        sys.exit(f"unknown command {command!r}: expected save-load or export")

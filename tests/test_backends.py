@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,26 +20,31 @@ BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def start_worker(backend, *args):
+    """The worker's process on `backend`, its stderr in a temporary file: a
+    pipe nobody reads while the workers wait for one another could fill."""
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.Popen(
+    stderr = tempfile.TemporaryFile(mode="w+")
+    process = subprocess.Popen(
         [sys.executable, "-m", "tests.backend_worker", *map(str, args)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
     )  # fmt: skip
+    return process, stderr
 
 
 def run_workers(commands):
     """Runs `{backend: arguments}` at once (most of each process is importing
     and compiling) and waits for all of them."""
-    processes = {b: start_worker(b, *args) for b, args in commands.items()}
+    workers = {b: start_worker(b, *args) for b, args in commands.items()}
     try:
-        for backend, process in processes.items():
-            _, stderr = process.communicate(timeout=600)
-            assert process.returncode == 0, f"{backend}: {stderr[-3000:]}"
+        for backend, (process, stderr) in workers.items():
+            process.wait(timeout=600)
+            stderr.seek(0)
+            assert process.returncode == 0, f"{backend}: {stderr.read()[-3000:]}"
     finally:
-        for process in processes.values():
+        for process, stderr in workers.values():
             process.kill()
             process.wait()
+            stderr.close()
 
 
 def run_worker(backend, *args):

@@ -2,8 +2,8 @@
 
 `NAC` and `NALU` are layers, `NACCell` and `NALUCell` their recurrent cells
 for `keras.layers.RNN` (`NAUCell` the NAU's, whose state weight reaches 1
-exactly); `NAU`, `NMU`, `INALU` and `NMRU` are the stabler,
-sign-aware and dividing units published since; `keras_nalu.ops` holds the
+exactly); `NAU`, `NMU`, `INALU`, `NMRU` and `RealNPU` are the
+stabler, sign-aware and dividing units published since; `keras_nalu.ops` holds the
 math they share; `snap_weights` rounds a trained model's arithmetic weights to
 exact values and verifies the result; `formulas` writes what a model computes
 as algebra; `export_saved_model` writes a verified
@@ -29,6 +29,7 @@ from keras_nalu.layers import (
     NACCell,
     NALUCell,
     NAUCell,
+    RealNPU,
 )
 from keras_nalu.snapping import snap_weights
 
@@ -46,6 +47,7 @@ __all__ = [
     "NAUCell",
     "NMRU",
     "NMU",
+    "RealNPU",
     "export_saved_model",
     "expressions",
     "formulas",

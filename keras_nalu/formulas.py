@@ -11,6 +11,10 @@ What each layer contributes, with `W` its effective weights:
 - `NMU`: `prod_i (W_ij h_i + 1 - W_ij)`: `h_i` where `W_ij = 1`, nothing
   where it is 0. `NMRU`: the same over `[h, 1 / h]` (with `sign_retrieval`
   and weights off 0 and 1, its magnitudes times the cosine of its sign).
+- `RealNPU`: `prod_i r_i^W_ij * cos(pi * sum_i W_ij k_i)` with
+  `r_i = g_i |h_i| + 1 - g_i` and `k_i = g_i [h_i < 0]`; once every `W_ij`
+  is -1, 0 or 1 and every gate 0 or 1, simply `prod_i h_i^(W_ij g_i)` (its
+  `epsilon` and exponent cap are left out).
 - `NALU`: `g * a + (1 - g) * m` with `a` the NAC above,
   `m = prod_i |h_i|^W_ij` (the layer's `epsilon` inside the logarithm is left
   out) and `g = sigmoid(h @ G)`; given inputs `x`, a gate that is open (or
@@ -37,9 +41,9 @@ import keras
 import numpy as np
 
 from keras_nalu import _validation
-from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU
+from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU, RealNPU
 
-LAYERS = (NAC, NAU, NMU, keras.layers.Dense)  # NALU, INALU, NMRU: subclasses
+LAYERS = (NAC, NAU, NMU, RealNPU, keras.layers.Dense)  # NALU, INALU, NMRU: subclasses
 MERGES = (
     keras.layers.Concatenate,
     keras.layers.Add,
@@ -47,7 +51,7 @@ MERGES = (
     keras.layers.Multiply,
 )
 SUPPORTED = (
-    "NAC, NALU, INALU, NAU, NMU, NMRU and keras.layers.Dense, joined by "
+    "NAC, NALU, INALU, NAU, NMU, NMRU, RealNPU and keras.layers.Dense, joined by "
     "Concatenate (last axis), Add, Subtract or Multiply"
 )
 
@@ -246,6 +250,33 @@ class _Reader:
             out.append(sympy.Mul(*factors))
         return out
 
+    def real_powers(self, w, h, g):
+        """The real NPU over `h` with exponents `w` and gates `g`: exact
+        powers `h_i^(w_i g_i)` once `w` and `g` are integers, else
+        `prod r_i^w_i * cos(pi * sum w_i k_i)`, `[h_i < 0]` written
+        `Heaviside(-h_i)`."""
+        sympy = self.sympy
+        exact = all(v.is_Integer for v in g) and all(
+            v.is_Integer for row in w for v in row
+        )
+        out = []
+        for row in w:
+            if exact:
+                out.append(
+                    sympy.Mul(
+                        *(hi ** (wi * gi) for wi, hi, gi in zip(row, h, g, strict=True))
+                    )
+                )
+                continue
+            magnitude, negatives = [], []
+            for wi, hi, gi in zip(row, h, g, strict=True):
+                magnitude.append((gi * sympy.Abs(hi) + 1 - gi) ** wi)
+                negatives.append(wi * gi * sympy.Heaviside(-hi))
+            out.append(
+                sympy.Mul(*magnitude) * sympy.cos(sympy.pi * sympy.Add(*negatives))
+            )
+        return out
+
     def gate(self, values, symbolic):
         """1 or 0 when every gate value is within `atol` of it, else `symbolic`."""
         if values is not None and values.size:
@@ -290,6 +321,13 @@ class _Reader:
             return self.products(w, z)  # the same function at weights 0 and 1
         if isinstance(layer, NMU):
             return self.products(self.matrix(layer.effective_kernel), h)
+        if isinstance(layer, RealNPU):
+            gate = layer.effective_gate
+            if gate is None:
+                g = [sympy.Integer(1)] * len(h)
+            else:
+                g = [self.number(v) for v in keras.ops.convert_to_numpy(gate)]
+            return self.real_powers(self.matrix(layer.effective_kernel), h, g)
         if isinstance(layer, (NAU, NAC)):
             return self.sums(self.matrix(layer.effective_kernel), h)
         if isinstance(layer, keras.layers.Dense):

@@ -1,7 +1,8 @@
 """The arithmetic of the units as pure functions of inputs and weights.
 
 NAC and NALU (Trask et al., 2018), NAU and NMU (Madsen & Johansen, 2020), iNALU
-(Schlör et al., 2020) and NMRU (Mistry et al., 2021). These functions are the
+(Schlör et al., 2020), the real NPU (Heim et al., 2020) and NMRU (Mistry et
+al., 2021). These functions are the
 one implementation of the units' math: the layers call
 them with their own weights, and code that trains many models at once calls
 them with stacked weights. Every function uses `keras.ops` only and broadcasts
@@ -25,6 +26,8 @@ import numpy as np
 from keras import ops
 
 DEFAULT_EPSILON = 1e-7
+# exp(88) = 1.65e38 is below float32's largest value, 3.4e38.
+FLOAT32_MAX_EXPONENT = 88.0
 
 
 def nac_weight(w_hat, m_hat):
@@ -68,6 +71,17 @@ def nalu(x, w, gate_kernel, mul_w=None, epsilon=DEFAULT_EPSILON):
     return additive + multiplicative
 
 
+def clip_weight(w, low, high):
+    """`clip(w, low, high)` whose gradient is 1 on `[low, high]`, bounds
+    included, and 0 outside: `torch.clamp`'s, as in Madsen & Johansen's code,
+    on every backend. (`jax.numpy.clip` passes half the gradient at a bound,
+    TensorFlow and torch all of it; a weight sitting on its bound then trains
+    differently on JAX.)"""
+    w = ops.convert_to_tensor(w)
+    inside = ops.logical_and(w >= low, w <= high)
+    return ops.where(inside, w, ops.clip(w, low, high))
+
+
 def ramp(step, start, end):
     """`clip((step - start) / (end - start), 0, 1)`: 0 before `start`, 1 from `end`.
 
@@ -88,7 +102,7 @@ def nau(x, w, center=None):
     centered inputs: `(x - c) @ W + stop_gradient(c @ W)`, `c` itself
     stop-gradient. The gradient of `x` is unchanged.
     """
-    w = ops.clip(w, -1.0, 1.0)
+    w = clip_weight(w, -1.0, 1.0)
     if center is None:
         return ops.matmul(x, w)
     x = ops.convert_to_tensor(x)
@@ -115,7 +129,7 @@ def nmu(x, w):
     leaves it out (a factor 1). Exact for zero and negative inputs, since no
     logarithm is taken (Madsen & Johansen, 2020).
     """
-    return _gated_product(x, ops.clip(w, 0.0, 1.0))
+    return _gated_product(x, clip_weight(w, 0.0, 1.0))
 
 
 def sparsity_penalty(w):
@@ -192,6 +206,45 @@ def nmru(x, w, epsilon=DEFAULT_EPSILON, sign_retrieval=False):
     z = ops.concatenate([x, reciprocal(x, epsilon)], axis=-1)
     if not sign_retrieval:
         return nmu(z, w)
-    w = ops.clip(w, 0.0, 1.0)
+    w = clip_weight(w, 0.0, 1.0)
     sign = ops.cos(np.pi * ops.matmul(ops.cast(z < 0, z.dtype), w))
     return _gated_product(ops.abs(z), w) * sign
+
+
+def real_npu(
+    x, w, gate=None, epsilon=DEFAULT_EPSILON, max_exponent=FLOAT32_MAX_EXPONENT
+):
+    """The real NPU `y_j = exp(sum_i W_ij log r_i) * cos(pi * sum_i W_ij k_i)`.
+
+    Heim et al. (2020)'s RealNPU with its exponents `W` clipped to `[-1, 1]`:
+    `r = g |x| + 1 - g` and `k = g [x < 0]`, with the relevance gate `g`
+    (shape `(..., in)`, clipped to `[0, 1]`) or, when `gate` is None, every
+    gate open (`r = |x|`, `k = [x < 0]`). Where `W` is -1, 0 or 1 (and `g` 0
+    or 1), `y_j = prod_i x_i^W_ij` exactly, the sign included: it multiplies
+    and divides. `r` is raised to at least `epsilon` before its logarithm
+    (so a zero input gives `epsilon^W`, not `log(0)`, and every `|x| >=
+    epsilon` is taken exactly), and the exponent is capped at
+    `max_exponent`, so the output stays finite.
+    """
+    x = ops.convert_to_tensor(x)
+    w = clip_weight(w, -1.0, 1.0)
+    magnitude = ops.abs(x)
+    negative = ops.cast(x < 0, x.dtype)
+    if gate is not None:
+        gate = ops.expand_dims(clip_weight(gate, 0.0, 1.0), -2)  # against the batch
+        magnitude = gate * magnitude + (1.0 - gate)
+        negative = gate * negative
+    log_product = ops.matmul(ops.log(ops.maximum(magnitude, epsilon)), w)
+    sign = ops.cos(np.pi * ops.matmul(negative, w))
+    return ops.exp(ops.minimum(log_product, max_exponent)) * sign
+
+
+def real_npu_penalty(w, gate=None):
+    """The real NPU's sparsity penalty: `sparsity_penalty(W)` plus, with a
+    gate (shape `(..., in)`, clipped to `[0, 1]`), `mean(min(g, 1 - g))`.
+    Zero when every exponent is -1, 0 or 1 and every gate 0 or 1."""
+    penalty = sparsity_penalty(w)
+    if gate is None:
+        return penalty
+    gate = clip_weight(gate, 0.0, 1.0)
+    return penalty + sparsity_penalty(ops.expand_dims(gate, -1))

@@ -37,7 +37,7 @@ class Sparsity(keras.regularizers.Regularizer):
         self.strength = _validation.non_negative_float("strength", strength)
 
     def __call__(self, x):
-        w = ops.clip(ops.convert_to_tensor(x), -1.0, 1.0)
+        w = nalu_ops.clip_weight(x, -1.0, 1.0)
         return self.strength * ops.cast(nalu_ops.sparsity_penalty(w), "float32")
 
     def get_config(self):

@@ -17,7 +17,8 @@ What each unit snaps to:
 - The NALU gate `sigmoid(x @ G)`: `G` is scaled by `GATE_SCALE`, so a gate
   that was decided on an input (`|x @ G| > SATURATION / GATE_SCALE`) is
   exactly open or closed; the iNALU's gate `sigmoid(g)` to 0 or 1.
-- `NAU` to -1, 0 or 1; `NMU` and `NMRU` to 0 or 1.
+- `NAU` and `RealNPU` (its exponents) to -1, 0 or 1; `NMU`, `NMRU` and the
+  `RealNPU`'s gate to 0 or 1.
 
 Other layers (`Dense`, ...) are kept as they are; a `ConfiguredNALU`, whose
 weights a controller sets per example, cannot be snapped (a clear error).
@@ -52,7 +53,16 @@ import keras
 import numpy as np
 
 from keras_nalu import _validation
-from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU, ConfiguredNALU
+from keras_nalu.layers import (
+    INALU,
+    NAC,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    ConfiguredNALU,
+    RealNPU,
+)
 
 # tanh(40) and sigmoid(40) round to exactly 1 in float32 and in float64.
 SATURATION = 40.0
@@ -210,6 +220,11 @@ def _visit(choices, op, value, *args, **kwargs):
         return _Keys(_combinations("product", _effective(op), ones + inverses))
     if isinstance(op, NMU):
         return _Keys(_combinations("product", _effective(op), ones))
+    if isinstance(op, RealNPU):  # powers: the exponents of the open inputs
+        powers = _effective(op)
+        if op.gated:
+            powers = powers * np.round(np.clip(_numpy(op.gate), 0.0, 1.0))[:, None]
+        return _Keys(_combinations("product", powers, ones))
     if _reads_sums(op):
         return _Keys(_combinations("sum", _effective(op), ones))
     return _opaque(op)
@@ -286,10 +301,14 @@ def _snap(layer, choices):
             if not layer.tied_weights:
                 _snap_nac(layer.mul_w_hat, layer.mul_m_hat, choices)
             _assign(layer.gate_kernel, GATE_SCALE * _numpy(layer.gate_kernel))
-    elif isinstance(layer, (NAU, NMU)):  # NMRU is an NMU
+    elif isinstance(layer, (NAU, NMU, RealNPU)):  # NMRU is an NMU
         w = _effective(layer, rounded=False)
         _assign(layer.kernel, np.round(w))
         _add_choices(choices, w, layer.low, layer.high, _Entry(layer.kernel))
+        if isinstance(layer, RealNPU) and layer.gated:
+            g = np.clip(_numpy(layer.gate), 0.0, 1.0)
+            _assign(layer.gate, np.round(g))
+            _add_choices(choices, g, 0.0, 1.0, _Entry(layer.gate))
 
 
 def _snap_nac(w_hat, m_hat, choices):

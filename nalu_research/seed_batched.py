@@ -11,7 +11,8 @@ default initializers drawing from `keras.random.SeedGenerator(seed)`; the
 clipping after each update is the layers' own weight constraint; the penalty
 schedules, `epsilon` and iNALU's threshold are the layers' defaults; the math is
 `keras_nalu.ops` (the functions the layers call); and the optimizer is
-`keras.optimizers.Adam`, whose update is elementwise, so each seed's slice of a
+`keras.optimizers.Adam` (its learning rate a number or a Keras
+learning-rate schedule), whose update is elementwise, so each seed's slice of a
 stacked weight trains exactly as it would alone, and a seed that diverges to
 NaN does not touch the others.
 
@@ -36,7 +37,17 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, formulas, snap_weights
+from keras_nalu import (
+    INALU,
+    NAC,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    RealNPU,
+    formulas,
+    snap_weights,
+)
 from keras_nalu import ops as nalu_ops
 from keras_nalu.initializers import NMUUniform
 from nalu_research import _checks
@@ -61,7 +72,7 @@ MLP_ACTIVATIONS = (
 )
 # The unit layers, by the names the unit models use.
 LAYERS = {"nac": NAC, "nalu": NALU, "nau": NAU, "nmu": NMU, "nmru": NMRU,
-          "inalu": INALU}  # fmt: skip
+          "inalu": INALU, "realnpu": RealNPU}  # fmt: skip
 # Each unit model is two layers, input -> HIDDEN -> 1, of these kinds, or one
 # layer, input -> 1 (the single-unit tasks of Mistry et al.).
 UNIT_MODELS = {
@@ -70,6 +81,7 @@ UNIT_MODELS = {
     "nau": ("nau", "nau"),
     "nmu": ("nau", "nmu"),
     "nmru": ("nau", "nmru"),
+    "realnpu": ("nau", "realnpu"),
     "inalu": ("inalu", "inalu"),
     "single-nmu": ("nmu",),
     "single-nmru": ("nmru",),
@@ -256,6 +268,11 @@ def _apply_layer(kind, params, layer, h, options=None, training=False):
     kernel = params[f"kernel_{layer}"]
     if kind == "nmru":
         return nalu_ops.nmru(h, kernel, defaults.epsilon, defaults.sign_retrieval)
+    if kind == "realnpu":
+        gate = params.get(f"gate_{layer}")  # (seeds, in), if gated
+        return nalu_ops.real_npu(
+            h, kernel, gate, defaults.epsilon, defaults.max_exponent
+        )
     if kind == "nau":
         # As the layer: in training, the gradient of the batch-centered inputs.
         center = None
@@ -286,13 +303,15 @@ def layer_penalty(model, params, layer, options=None):
     """Layer `layer`'s penalty per seed, `(seeds,)`, as the layer computes it.
 
     The sparsity penalty of a NAU, NMU or NMRU kernel clipped to the layer's
-    `[low, high]`, iNALU's penalty of its four latent weights (their mean);
-    None for layers without a penalty.
+    `[low, high]` (a RealNPU's with its gate's), iNALU's penalty of its four
+    latent weights (their mean); None for layers without a penalty.
     """
     kind = UNIT_MODELS[model][layer] if model in UNIT_MODELS else None
-    if kind in ("nau", "nmu", "nmru"):
+    if kind in ("nau", "nmu", "nmru", "realnpu"):
         unit = LAYERS[kind]
-        kernel = ops.clip(params[f"kernel_{layer}"], unit.low, unit.high)
+        kernel = nalu_ops.clip_weight(params[f"kernel_{layer}"], unit.low, unit.high)
+        if kind == "realnpu":
+            return nalu_ops.real_npu_penalty(kernel, params.get(f"gate_{layer}"))
         return nalu_ops.sparsity_penalty(kernel)
     if kind == "inalu":
         threshold = layer_settings(kind, options).regularization_threshold
@@ -335,7 +354,9 @@ def first_layer_weight(model, params):
     if kind in ("nac", "nalu"):
         return _nac_weights(params, 0)
     if kind == "nau":
-        return ops.clip(params["kernel_0"], LAYERS[kind].low, LAYERS[kind].high)
+        return nalu_ops.clip_weight(
+            params["kernel_0"], LAYERS[kind].low, LAYERS[kind].high
+        )
     return None
 
 
@@ -450,6 +471,27 @@ def _schedule(value):
     return strength, start, end
 
 
+def _learning_rate(value):
+    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
+        return value
+    try:
+        return _checks.positive_float("learning_rate", value)
+    except ValueError:
+        raise ValueError(
+            "Received an invalid value for `learning_rate`, expected a positive "
+            "float or a keras.optimizers.schedules.LearningRateSchedule. "
+            f"Received: learning_rate={value!r}"
+        ) from None
+
+
+def _serialized_rate(value):
+    """`value` as the JSON of a benchmark's configuration (a schedule as its
+    Keras config, so a checkpoint resumes only under the same schedule)."""
+    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
+        return keras.optimizers.schedules.serialize(value)
+    return value
+
+
 class StaticBenchmark:
     """Trains `model` on every `(operation, seed)` pair at once.
 
@@ -465,7 +507,9 @@ class StaticBenchmark:
         seeds: Sequence of integer seeds, each run for every operation.
         batch_size: Fresh examples per step and run.
         learning_rate: Adam's learning rate (`keras.optimizers.Adam`, its
-            other arguments at their defaults).
+            other arguments at their defaults): a positive float or a
+            `keras.optimizers.schedules.LearningRateSchedule` of the step
+            (e.g. `PiecewiseConstantDecay` to lower it late in training).
         eval_size: Examples per run in each of the fixed interpolation and
             extrapolation test sets.
         regularization: `(strength, start, end)` of the units' penalty
@@ -511,7 +555,7 @@ class StaticBenchmark:
             "operations": operations,
             "seeds": list(seeds),
             "batch_size": batch_size,
-            "learning_rate": learning_rate,
+            "learning_rate": _serialized_rate(learning_rate),
             "eval_size": eval_size,
             "regularization": regularization,
             "nmu_center": nmu_center,
@@ -536,7 +580,7 @@ class StaticBenchmark:
                 f"Received: operations={operations}, seeds={seeds}"
             )
         self.batch_size = _checks.positive_int("batch_size", batch_size)
-        self.learning_rate = _checks.positive_float("learning_rate", learning_rate)
+        self.learning_rate = _learning_rate(learning_rate)
         eval_size = _checks.positive_int("eval_size", eval_size)
         self.schedules = schedules(model, self.layer_options)
         if regularization is None:

@@ -5,7 +5,17 @@ import numpy as np
 import pytest
 import sympy
 
-from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, expressions, formulas
+from keras_nalu import (
+    INALU,
+    NAC,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    RealNPU,
+    expressions,
+    formulas,
+)
 
 pytestmark = pytest.mark.backends
 
@@ -75,6 +85,22 @@ def test_nmru_divides_and_inalu_keeps_the_sign():
     inalu.mul_m_hat.assign(saturated([[1], [1]])[1])
     inalu.gate.assign([-40.0])  # closed: the multiplicative path
     assert formulas(model) == ["y0 = x0*x1"]
+
+
+def test_a_real_npu_reads_as_powers_and_as_its_math_between_them():
+    model = model_of(3, NAU(2), RealNPU(1))
+    model.layers[0].kernel.assign([[1, 0], [1, 0], [0, 1]])
+    model.layers[1].kernel.assign([[1], [-1]])
+    model.layers[1].gate.assign([1.0, 1.0])
+    assert formulas(model) == ["y0 = (x0 + x1)/x2"]
+    model.layers[1].gate.assign([1.0, 0.0])  # the divisor is gated out
+    assert formulas(model) == ["y0 = x0 + x1"]
+    model.layers[1].kernel.assign([[0.7], [-1.0]])
+    model.layers[1].gate.assign([0.9, 1.0])
+    x = RNG.uniform(-3, 3, (32, 3)).astype("float32")
+    np.testing.assert_allclose(
+        evaluate(model, x), keras.ops.convert_to_numpy(model(x)), rtol=1e-5
+    )
 
 
 def test_dense_layers_with_their_activation():

@@ -31,6 +31,7 @@ PUBLIC_API = {
     "NAUCell": "keras_nalu.layers.nau_cell",
     "NMRU": "keras_nalu.layers.nmru",
     "NMU": "keras_nalu.layers.nmu",
+    "RealNPU": "keras_nalu.layers.real_npu",
     "export_saved_model": "keras_nalu.export",
     "expressions": "keras_nalu.formulas",
     "formulas": "keras_nalu.formulas",

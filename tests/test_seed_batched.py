@@ -151,22 +151,25 @@ def test_schedules_are_the_layers_defaults():
 
 SIGNS = {"nmru": {"sign_retrieval": True}}
 CENTERED = {"nau": {"centered_gradient": True}}
+GATED = {"realnpu": {"gated": True, "epsilon": 1e-6}}
+DROP = keras.optimizers.schedules.PiecewiseConstantDecay([1], [0.05, 0.005])
 SIGNED_TASK = {"interpolation_range": (-2.0, -1.0), "extrapolation_range": (-6.0, -2.0)}
 
 
 @pytest.mark.parametrize(
-    "model, clipnorm, options, task",
-    [("nmu", None, None, {}), ("inalu", None, None, {}),
-     ("single-nmru", 0.1, SIGNS, SIGNED_TASK), ("nmu", None, CENTERED, {})],
+    "model, clipnorm, options, task, rate",
+    [("nmu", None, None, {}, 0.05), ("inalu", None, None, {}, 0.05),
+     ("single-nmru", 0.1, SIGNS, SIGNED_TASK, 0.05),
+     ("nmu", None, CENTERED, {}, 0.05), ("realnpu", None, GATED, {}, DROP)],
 )  # fmt: skip
 def test_a_run_trains_as_its_keras_model_with_keras_adam(
-    model, clipnorm, options, task
+    model, clipnorm, options, task, rate
 ):
     """Seed 1's weights after three steps in a batch of runs equal those of
     its Keras model trained alone by keras.optimizers.Adam on the same
-    batches, penalty schedule, the clipping of its gradient's global norm and
-    layer options included."""
-    bench = small(model, "mul", [0, 1], learning_rate=0.05,
+    batches, penalty schedule, the clipping of its gradient's global norm,
+    layer options and a learning-rate schedule included."""
+    bench = small(model, "mul", [0, 1], learning_rate=rate,
                   regularization=(1.0, 0, 2), clipnorm=clipnorm,
                   layer_options=options, **task)  # fmt: skip
     layers = keras_layers(model, bench.input_size, seed=1, options=options)
@@ -177,7 +180,7 @@ def test_a_run_trains_as_its_keras_model_with_keras_adam(
     for layer in layers:
         layer.regularization_strength = 1.0
         layer.regularization_start, layer.regularization_end = 0, 2
-    adam = keras.optimizers.Adam(0.05, global_clipnorm=clipnorm)
+    adam = keras.optimizers.Adam(rate, global_clipnorm=clipnorm)
     keras_model.compile(optimizer=adam, loss="mse")
     for step in (1, 2, 3):
         x, y = bench._batch(step)
@@ -193,6 +196,29 @@ def test_a_run_trains_as_its_keras_model_with_keras_adam(
                 err_msg=weight.name,
             )
     assert bench.step == 3
+
+
+def test_layer_options_set_the_initial_weights_and_a_schedule_resumes(tmp_path):
+    """The two-layer a/b recipe's start, from Keras initializers given as
+    layer options (JSON, as the command line passes them)."""
+    ratio = {
+        "nau": {"kernel_initializer": {"class_name": "RandomUniform",
+                                       "config": {"minval": 0.25, "maxval": 0.75}}},
+        "realnpu": {"gated": False, "kernel_initializer": {
+            "class_name": "Constant", "config": {"value": [[1.0], [-1.0]]}}},
+    }  # fmt: skip
+    bench = small("realnpu", "div", [0, 1], layer_options=ratio, learning_rate=DROP)
+    first = to_numpy(bench.params["kernel_0"])
+    assert 0.25 <= first.min() and first.max() <= 0.75
+    assert not np.array_equal(first[0], first[1])  # each seed its own draw
+    np.testing.assert_array_equal(to_numpy(bench.params["kernel_1"]), [[[1], [-1]]] * 2)
+    assert "gate_1" not in bench.params
+    bench.run(4, eval_every=2, checkpoint=tmp_path)
+    again = small("realnpu", "div", [0, 1], layer_options=ratio, learning_rate=DROP)
+    assert again.run(4, eval_every=2, checkpoint=tmp_path)["resumed_at"] == 4
+    other = keras.optimizers.schedules.PiecewiseConstantDecay([2], [0.05, 0.005])
+    fresh = small("realnpu", "div", [0, 1], layer_options=ratio, learning_rate=other)
+    assert fresh.run(4, eval_every=2, checkpoint=tmp_path)["resumed_at"] is None
 
 
 def test_a_run_trains_as_it_would_alone():
@@ -422,6 +448,8 @@ def test_summary_selects_by_interpolation_and_applies_the_threshold():
         ({"operations": "pow"}, "`operation`.*operation='pow'"),
         ({"batch_size": 0}, "`batch_size`.*batch_size=0"),
         ({"clipnorm": 0.0}, "`clipnorm`.*clipnorm=0.0"),
+        ({"learning_rate": "fast"}, "`learning_rate`, expected a positive float or"),
+        ({"learning_rate": 0.0}, "`learning_rate`.*learning_rate=0.0"),
         ({"layer_options": {"gru": {}}}, "`layer_options`"),
         ({"model": "nmru", "layer_options": {"nmru": {"epsilon": -1.0}}}, "`epsilon`"),
         ({"threshold": -1.0}, "`threshold`.*threshold=-1.0"),
@@ -604,6 +632,21 @@ def test_benchmark_layer_options_are_checked_at_parse_time(option, message, caps
     with pytest.raises(SystemExit):
         arithmetic_benchmark.parse_args(["--layer-option", *option])
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.research
+def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
+    from nalu_research.experiments import arithmetic_benchmark
+
+    args = arithmetic_benchmark.parse_args(
+        ["--learning-rate", "0.01", "--learning-rate-drop", "100", "0.1"]
+    )
+    rate = arithmetic_benchmark.learning_rate(args)
+    assert [float(rate(s)) for s in (100, 101)] == pytest.approx([0.01, 0.001])
+    for bad in (["-1", "0.1"], ["1.5", "0.1"], ["100", "0"]):
+        with pytest.raises(SystemExit):
+            arithmetic_benchmark.parse_args(["--learning-rate-drop", *bad])
+        assert "--learning-rate-drop expects" in capsys.readouterr().err
 
 
 @pytest.mark.research

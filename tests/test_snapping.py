@@ -14,6 +14,7 @@ from keras_nalu import (
     NMU,
     ConfiguredNALU,
     NACCell,
+    RealNPU,
     snap_weights,
 )
 from keras_nalu.snapping import SATURATION
@@ -152,6 +153,18 @@ def test_an_nmru_snaps_to_a_quotient():
     model.layers[0].kernel.assign(near(np.array([[1.0], [0.0], [0.0], [1.0]]), (4, 1)))
     snapped, report = snap_weights(model, sets(np.divide))
     assert report["large"]["after"] < 1e-6
+
+
+def test_a_real_npu_snaps_its_exponents_and_its_gate_to_a_quotient():
+    model = model_of(RealNPU(1))
+    layer = model.layers[0]
+    layer.kernel.assign(near(np.array([[1.0], [-1.0]]), (2, 1)))
+    layer.gate.assign(near(np.ones(2), 2))
+    snapped, report = snap_weights(model, sets(np.divide))
+    assert report["large"]["after"] < 1e-6
+    snapped_layer = snapped.layers[0]
+    np.testing.assert_array_equal(numpy(snapped_layer.effective_kernel), [[1], [-1]])
+    np.testing.assert_array_equal(numpy(snapped_layer.effective_gate), [1, 1])
 
 
 def test_an_inalu_snaps_its_paths_and_its_gate():

@@ -1,4 +1,4 @@
-"""NAU, NMU, NMRU and INALU: their math against NumPy, clipping, zero and
+"""NAU, NMU, NMRU, INALU and RealNPU: their math against NumPy, clipping, zero and
 negative inputs, the penalty schedule in `model.fit`, the Keras contract and
 export."""
 
@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu import INALU, NAU, NMRU, NMU, export_saved_model
+from keras_nalu import INALU, NAU, NMRU, NMU, RealNPU, export_saved_model
 from keras_nalu import ops as nalu_ops
 from keras_nalu.initializers import NAUUniform, NMUUniform
 from tests.conftest import assert_gradients_reach_every_weight, constant
@@ -34,6 +34,14 @@ def np_inalu(x, w, mul_w, gate, epsilon=1e-7, max_exponent=20.0):
     return g * (x @ w) + (1 - g) * m * sign
 
 
+def np_real_npu(x, w, gate=None, epsilon=1e-7, max_exponent=88.0):
+    w = np.clip(w, -1, 1)
+    g = np.ones(x.shape[-1]) if gate is None else np.clip(gate, 0, 1)
+    r = np.maximum(g * np.abs(x) + 1 - g, epsilon)
+    k = g * (x < 0)
+    return np.exp(np.minimum(np.log(r) @ w, max_exponent)) * np.cos(np.pi * (k @ w))
+
+
 RNG = np.random.default_rng(0)
 X = RNG.uniform(-3, 3, size=(6, 4)).astype("float32")
 
@@ -45,6 +53,21 @@ def test_nau_clips_its_weight_to_minus_one_one():
     w = np.array([[2.0], [-0.5], [-7.0], [0.25]], "float32")
     expected = X @ np.array([[1.0], [-0.5], [-1.0], [0.25]])
     np.testing.assert_allclose(to_np(nalu_ops.nau(X, w)), expected, rtol=1e-6)
+
+
+def test_a_weight_on_its_bound_gets_the_whole_gradient_on_every_backend():
+    # torch.clamp's gradient, as in Madsen & Johansen's code: 1 on the bounds
+    # too, 0 beyond them (jax.numpy.clip alone passes half at a bound).
+    from nalu_research.seed_batched import _value_and_grad
+
+    w = np.array([[-1.5], [-1.0], [0.0], [1.0], [1.5]], "float32")
+    x = np.array([[1.0, 2.0, 3.0, 4.0, 5.0]], "float32")
+    grad_of = _value_and_grad(lambda p: keras.ops.sum(nalu_ops.nau(x, p[0])))
+    _, (grad,) = grad_of([keras.ops.convert_to_tensor(w)])
+    np.testing.assert_array_equal(to_np(grad).ravel(), [0, 2, 3, 4, 0])
+    grad_of = _value_and_grad(lambda p: keras.ops.sum(nalu_ops.clip_weight(p[0], 0, 1)))
+    _, (grad,) = grad_of([keras.ops.convert_to_tensor(w)])
+    np.testing.assert_array_equal(to_np(grad).ravel(), [0, 0, 1, 1, 0])
 
 
 def test_nmu_matches_numpy_and_clips_to_zero_one():
@@ -86,6 +109,36 @@ def test_nmru_divides_and_bounds_the_reciprocal_of_zero():
     x = np.array([[6.0, -4.0], [3.0, 0.0]], "float32")
     y = to_np(nalu_ops.nmru(x, w, epsilon=1e-3))
     np.testing.assert_allclose(y, [[-1.5], [3000.0]], rtol=1e-6)
+
+
+def test_real_npu_matches_numpy_with_and_without_its_gate():
+    w = RNG.uniform(-1.5, 1.5, size=(4, 3)).astype("float32")
+    gate = np.array([0.2, 1.3, 0.0, 0.7], "float32")
+    for g in (None, gate):
+        np.testing.assert_allclose(
+            to_np(nalu_ops.real_npu(X, w, g)), np_real_npu(X, w, g), rtol=1e-5
+        )
+
+
+def test_real_npu_multiplies_and_divides_signed_inputs_exactly():
+    x = np.array([[-2.0, 3.0, -0.5], [4.0, -5.0, 2.0]], "float64")
+    w = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 0.0]])  # x0 x1 / x2, x0 / x1
+    y = to_np(nalu_ops.real_npu(x, w))
+    # float64 on TensorFlow; jax and torch compute in float32 here
+    np.testing.assert_allclose(y, [[12.0, -2 / 3], [-10.0, -0.8]], rtol=1e-6)
+    # a closed gate leaves its input out whatever the exponent
+    y = to_np(nalu_ops.real_npu(x, w, gate=np.array([1.0, 0.0, 1.0])))
+    np.testing.assert_allclose(y[:, 0], [4.0, 2.0], rtol=1e-6)
+
+
+def test_real_npu_stays_finite_at_zero_and_on_overflow():
+    x = np.array([[0.0, 2.0], [1e30, 1e30]], "float32")
+    y = to_np(nalu_ops.real_npu(x, np.array([[-1.0], [1.0]], "float32")))
+    np.testing.assert_allclose(y[0], [2.0 / 1e-7], rtol=1e-5)  # 1 / epsilon
+    y = to_np(nalu_ops.real_npu(x[1:], np.ones((2, 1), "float32")))
+    np.testing.assert_allclose(y, [[np.exp(88.0)]], rtol=1e-5)  # not inf
+    penalty = nalu_ops.real_npu_penalty(np.ones((2, 1)), np.array([1.0, 0.5]))
+    assert to_np(penalty) == pytest.approx(0.25)
 
 
 def test_penalties_are_zero_exactly_at_the_discrete_weights():
@@ -158,6 +211,14 @@ LAYERS = {
     },
     NMU: {**SCHEDULE, **KERNEL_ARGS, "kernel_initializer": "random_uniform"},
     NMRU: {**SCHEDULE, **KERNEL_ARGS, "epsilon": 1e-4, "sign_retrieval": True},
+    RealNPU: {
+        **SCHEDULE,
+        **KERNEL_ARGS,
+        "gated": True,
+        "epsilon": 1e-5,
+        "max_exponent": 30.0,
+        "gate_initializer": "ones",
+    },
     INALU: {
         **SCHEDULE,
         "epsilon": 1e-6,
@@ -170,7 +231,7 @@ LAYERS = {
         "mul_w_hat_constraint": "max_norm",
     },
 }
-FLOAT32_UNITS = (NMU, NMRU, INALU)
+FLOAT32_UNITS = (NMU, NMRU, INALU, RealNPU)
 
 
 @pytest.mark.parametrize("layer_cls", list(LAYERS), ids=lambda c: c.__name__)
@@ -216,7 +277,8 @@ def test_inalu_layer_matches_numpy():
 
 
 @pytest.mark.parametrize(
-    "layer_cls, bounds", [(NAU, (-1, 1)), (NMU, (0, 1)), (NMRU, (0, 1))]
+    "layer_cls, bounds",
+    [(NAU, (-1, 1)), (NMU, (0, 1)), (NMRU, (0, 1)), (RealNPU, (-1, 1))],
 )
 def test_training_keeps_the_stored_kernel_in_its_range(layer_cls, bounds):
     model = keras.Sequential(
@@ -243,7 +305,7 @@ def test_penalty_follows_its_schedule_in_fit(layer_cls):
         to_np(
             layer._penalty()
             if layer_cls is INALU
-            else (nalu_ops.sparsity_penalty(layer.effective_kernel))
+            else layer._penalty(layer.effective_kernel)  # RealNPU: with its gate
         )
     )
     history = model.fit(x, y, batch_size=6, epochs=8, verbose=0).history["loss"]
@@ -268,7 +330,7 @@ def test_schedule_resumes_from_a_saved_model(tmp_path):
 
 def test_zero_and_negative_inputs_give_finite_outputs_and_gradients():
     x = np.array([[0.0, -1.0, 2.0, -0.0], [-3.0, 0.0, 0.0, 1.0]], "float32")
-    for layer in (NAU(2), NMU(2), NMRU(2), INALU(2)):
+    for layer in (NAU(2), NMU(2), NMRU(2), INALU(2), RealNPU(2)):
         assert np.isfinite(to_np(layer(x))).all()
         assert_gradients_reach_every_weight(layer, x)
 
@@ -301,7 +363,8 @@ def test_invalid_arguments_raise(layer_cls, name, value, expected):
 @pytest.mark.parametrize(
     "layer_cls, name",
     [(NMRU, "epsilon"), (INALU, "epsilon"), (INALU, "max_exponent"),
-     (INALU, "regularization_threshold")],
+     (INALU, "regularization_threshold"), (RealNPU, "epsilon"),
+     (RealNPU, "max_exponent")],
 )  # fmt: skip
 @pytest.mark.parametrize("value", [0.0, -1.0, float("inf"), "1"])
 def test_invalid_positive_floats_raise(layer_cls, name, value):
@@ -326,6 +389,20 @@ def test_nmru_sign_retrieval_agrees_at_discrete_weights_and_never_crosses_zero()
     np.testing.assert_allclose(retrieved, 1.5 * np.cos(np.pi / 4), rtol=1e-6)
     with pytest.raises(ValueError, match="`sign_retrieval`"):
         NMRU(1, sign_retrieval="yes")
+
+
+def test_real_npu_layer_applies_its_clipped_kernel_and_gate():
+    layer = RealNPU(2, gate_initializer="random_uniform")
+    y = to_np(layer(X))
+    assert layer.kernel.shape == (4, 2) and layer.gate.shape == (4,)
+    np.testing.assert_allclose(
+        y, np_real_npu(X, to_np(layer.kernel), to_np(layer.gate)), rtol=1e-5
+    )
+    ungated = RealNPU(2, gated=False)
+    ungated(X)
+    assert ungated.effective_gate is None and len(ungated.trainable_weights) == 1
+    with pytest.raises(ValueError, match="`gated`, expected True or False"):
+        RealNPU(1, gated=1)
 
 
 def test_nau_centered_gradient_keeps_the_output_and_centers_the_kernel_gradient():
@@ -365,7 +442,7 @@ def test_effective_kernel_before_build_raises():
 @pytest.mark.tensorflow  # the export from jax: tests/test_backends_export.py
 def test_models_of_every_unit_serve_without_keras_nalu(tmp_path):
     model = keras.Sequential(
-        [keras.Input((4,), name="x"), NAU(3), NMU(2), NMRU(2), INALU(1)]
+        [keras.Input((4,), name="x"), NAU(3), NMU(2), NMRU(2), RealNPU(2), INALU(1)]
     )
     path = export_saved_model(model, tmp_path / "units")
     inputs = {f"batch_{n}": RNG.uniform(1, 2, (n, 4)).astype("float32") for n in (1, 9)}

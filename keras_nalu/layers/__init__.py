@@ -9,6 +9,7 @@ from keras_nalu.layers.nau import NAU
 from keras_nalu.layers.nau_cell import NAUCell
 from keras_nalu.layers.nmru import NMRU
 from keras_nalu.layers.nmu import NMU
+from keras_nalu.layers.real_npu import RealNPU
 
 __all__ = [
     "ConfiguredNALU",
@@ -22,4 +23,5 @@ __all__ = [
     "NAUCell",
     "NMRU",
     "NMU",
+    "RealNPU",
 ]

@@ -1,4 +1,5 @@
-"""The shared body of NAU, NMU and NMRU: one clipped kernel and its penalty."""
+"""The shared body of NAU, NMU, NMRU and RealNPU: one clipped kernel and its
+penalty."""
 
 import keras
 from keras import ops
@@ -23,7 +24,8 @@ class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
     """A layer `y = unit(x, clip(W, low, high))` with the sparsity penalty.
 
     Subclasses set `low`, `high` and `_unit(x, w)`, and may change the number
-    of kernel rows per input feature (`_rows_per_input`).
+    of kernel rows per input feature (`_rows_per_input`) and the penalty
+    (`_penalty(w)`, of the clipped kernel).
     """
 
     low, high = -1.0, 1.0
@@ -71,12 +73,15 @@ class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
     def effective_kernel(self):
         """The weight the unit applies: `clip(kernel, low, high)` (read-only)."""
         _validation.check_built(self, "effective_kernel")
-        return ops.clip(self.kernel, self.low, self.high)
+        return nalu_ops.clip_weight(self.kernel, self.low, self.high)
 
     def call(self, inputs, training=False):
         w = self.effective_kernel
-        self._add_scheduled_penalty(lambda: nalu_ops.sparsity_penalty(w), training)
+        self._add_scheduled_penalty(lambda: self._penalty(w), training)
         return self._unit(ops.cast(inputs, self.compute_dtype), w, training)
+
+    def _penalty(self, w):
+        return nalu_ops.sparsity_penalty(w)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)[:-1] + (self.units,)

@@ -3,6 +3,7 @@ import numpy as np
 from keras import ops
 
 from keras_nalu import _validation
+from keras_nalu import ops as nalu_ops
 from keras_nalu.layers._recurrent import RecurrentCellMixin
 from keras_nalu.layers.nau import NAU
 
@@ -142,7 +143,7 @@ class NAUCell(RecurrentCellMixin, NAU):
 
     def _regularization(self, kernel):
         rows = kernel.shape[0] - self.units
-        state = ops.clip(kernel[rows:], self.low, self.high)
+        state = nalu_ops.clip_weight(kernel[rows:], self.low, self.high)
         if self.diagonal_state:
             state = ops.expand_dims(ops.diagonal(state), 0)
         loss = self.recurrent_regularizer(state)

@@ -38,6 +38,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu.distribute import gather_json, worker_index  # noqa: E402
@@ -80,6 +81,7 @@ NAMES = {
     "nau": "NAU",
     "nmu": "NAU-NMU",
     "nmru": "NAU-NMRU",
+    "realnpu": "NAU-RealNPU",
     "inalu": "iNALU",
 }
 # --signed: inputs of both signs, extrapolation on both sides of the training range.
@@ -104,6 +106,14 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--learning-rate", type=float, default=1e-3, help="Adam's (default 1e-3)"
+    )
+    parser.add_argument(
+        "--learning-rate-drop",
+        nargs=2,
+        type=float,
+        metavar=("STEP", "FACTOR"),
+        help="multiply the learning rate by FACTOR after STEP steps (a Keras "
+        "PiecewiseConstantDecay; default: constant)",
     )
     parser.add_argument(
         "--layer-option",
@@ -161,6 +171,11 @@ def parse_args(argv=None):
         parser.error("--nmu-center must be in [0.25, 0.75]")
     if not args.learning_rate > 0:
         parser.error("--learning-rate must be a positive number")
+    drop = args.learning_rate_drop
+    if drop is not None and not (
+        drop[0] >= 0 and drop[0] == int(drop[0]) and drop[1] > 0
+    ):
+        parser.error("--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0")
     if args.clipnorm is not None and not args.clipnorm > 0:
         parser.error("--clipnorm must be a positive number")
     args.layer_options = layer_options(args.layer_option, parser)
@@ -172,6 +187,16 @@ def parse_args(argv=None):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     return args
+
+
+def learning_rate(args):
+    """Adam's learning rate: `--learning-rate`, dropped by `--learning-rate-drop`."""
+    if args.learning_rate_drop is None:
+        return args.learning_rate
+    step, factor = args.learning_rate_drop
+    return keras.optimizers.schedules.PiecewiseConstantDecay(
+        [int(step)], [args.learning_rate, args.learning_rate * factor]
+    )
 
 
 def layer_options(triples, parser):
@@ -455,7 +480,7 @@ def main(argv=None):
             model,
             args.operations,
             seeds,
-            learning_rate=args.learning_rate,
+            learning_rate=learning_rate(args),
             eval_size=args.eval_size,
             regularization=args.regularization or "default",
             nmu_center=args.nmu_center,

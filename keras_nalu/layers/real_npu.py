@@ -1,0 +1,160 @@
+import keras
+
+from keras_nalu import (
+    _validation,
+    initializers,  # noqa: F401 (registers the default)
+)
+from keras_nalu import ops as nalu_ops
+from keras_nalu.layers._precision import compute_in_float32
+from keras_nalu.layers._regularization import ClipAfter
+from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
+
+# Heim et al.'s start: every relevance gate at 0.5.
+HALF_OPEN = {"class_name": "Constant", "config": {"value": 0.5}}
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class RealNPU(SparseUnit):
+    """Real neural power unit: products and ratios of inputs, with their signs.
+
+    `y_j = exp(sum_i W_ij log r_i) * cos(pi * sum_i W_ij k_i)` with
+    `r = g |x| + 1 - g` and `k = g [x < 0]` (`keras_nalu.ops.real_npu`): the
+    magnitude `prod_i r_i^W_ij` and the sign of the product of the negative
+    inputs it reads. A weight 1 multiplies by `x_i`, -1 divides by it, 0
+    leaves it out, so one unit computes `x_0 * x_1 / x_2` exactly, sign
+    included. The relevance gate `g` (one per input, in `[0, 1]`) turns an
+    input off (`r_i = 1`); `gated=False` leaves every gate open and has no
+    gate weight.
+
+    Heim, Rätsch & Maschler's RealNPU (2020), with two changes that make it a
+    member of the NAU family: `W` is clipped to `[-1, 1]` (as Mistry et al.'s
+    `npu_clip`), and the NAU's sparsity penalty `mean(min(|W|, 1 - |W|))` (plus
+    `mean(min(g, 1 - g))` of the gate) on the NAU's schedule replaces their
+    L1 penalty, so every exponent ends at -1, 0 or 1; it learns products and
+    ratios, not general powers. `|x|` is raised to at least `epsilon` before
+    its logarithm (a zero input stays finite) and the exponent is capped at
+    `max_exponent`, so the output never overflows float32; under a 16-bit
+    policy the layer computes in float32 and returns float32.
+
+    Unlike the NMRU's factors `W z + 1 - W`, whose value at `W = 0.5` on an
+    input of 37 is 19, the power `x^W` moves between "left out" and "divide
+    by it" without a barrier: after a NAU that sums many inputs, it learns a
+    ratio of sums that the NMRU cannot ([benchmark of the
+    units](../experiments/units-benchmark.md)).
+
+    Args:
+        units: Positive integer, dimensionality of the output space.
+        gated: Boolean, whether the unit has Heim et al.'s relevance gate.
+        epsilon: Positive float, the smallest `r` whose logarithm is taken.
+        max_exponent: Positive float, the largest exponent of the magnitude.
+        regularization_strength: The penalty's largest weight, as for
+            `keras_nalu.NAU`.
+        regularization_start: Training step at which the penalty starts.
+        regularization_end: Training step at which it reaches full strength.
+        kernel_initializer: Initializer for `kernel` (default: the NAU's,
+            `keras_nalu.initializers.NAUUniform`). A ratio of two inputs
+            starts at `keras.initializers.Constant([[1.0], [-1.0]])`.
+        kernel_regularizer: Regularizer for `kernel`, on top of the penalty.
+        kernel_constraint: Constraint for `kernel`; the kernel is clipped to
+            `[-1, 1]` after it.
+        gate_initializer: Initializer for `gate` (default 0.5, Heim et
+            al.'s); ignored when `gated=False`.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: A tensor of rank >= 2.
+        training: Whether to count the step and add the penalty.
+
+    Input shape:
+        N-D tensor with shape `(batch_size, ..., input_dim)`.
+
+    Output shape:
+        N-D tensor with shape `(batch_size, ..., units)`.
+
+    Attributes:
+        kernel: The trainable exponents, `(input_dim, units)`.
+        gate: The trainable relevance gate, `(input_dim,)` (if `gated`).
+        regularization_step: Training calls counted so far.
+        effective_kernel: `clip(kernel, -1, 1)` (read-only).
+        effective_gate: `clip(gate, 0, 1)`, or None if not `gated`
+            (read-only).
+        regularization_weight: The penalty's current weight (read-only).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras
+    >>> from keras_nalu import RealNPU
+    >>> ratio = keras.initializers.Constant([[1.0], [-1.0]])  # x_0 / x_1
+    >>> layer = RealNPU(1, gated=False, kernel_initializer=ratio)
+    >>> keras.ops.convert_to_numpy(layer(np.array([[6.0, -4.0]]))).tolist()
+    [[-1.5]]
+
+    Reference:
+        Heim, Rätsch & Maschler, 2020, "Neural Power Units", NeurIPS,
+        https://arxiv.org/abs/2006.01681
+    """
+
+    def __init__(
+        self,
+        units,
+        gated=True,
+        epsilon=nalu_ops.DEFAULT_EPSILON,
+        max_exponent=nalu_ops.FLOAT32_MAX_EXPONENT,
+        regularization_strength=DEFAULT_SCHEDULE["regularization_strength"],
+        regularization_start=DEFAULT_SCHEDULE["regularization_start"],
+        regularization_end=DEFAULT_SCHEDULE["regularization_end"],
+        kernel_initializer="keras_nalu>NAUUniform",
+        kernel_regularizer=None,
+        kernel_constraint=None,
+        gate_initializer=HALF_OPEN,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            regularization_strength,
+            regularization_start,
+            regularization_end,
+            kernel_initializer,
+            kernel_regularizer,
+            kernel_constraint,
+            **kwargs,
+        )
+        self.gated = _validation.boolean("gated", gated)
+        self.epsilon = _validation.positive_float("epsilon", epsilon)
+        self.max_exponent = _validation.positive_float("max_exponent", max_exponent)
+        self.gate_initializer = keras.initializers.get(gate_initializer)
+        compute_in_float32(self)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        if self.gated:
+            self.gate = self.add_weight(
+                name="gate",
+                shape=(_validation.feature_dim(self, input_shape),),
+                initializer=self.gate_initializer,
+                constraint=ClipAfter(0.0, 1.0),
+            )
+
+    @property
+    def effective_gate(self):
+        """The gate the unit applies, `clip(gate, 0, 1)`, or None (read-only)."""
+        _validation.check_built(self, "effective_gate")
+        return nalu_ops.clip_weight(self.gate, 0.0, 1.0) if self.gated else None
+
+    def _unit(self, x, w, training=False):
+        return nalu_ops.real_npu(
+            x, w, self.effective_gate, self.epsilon, self.max_exponent
+        )
+
+    def _penalty(self, w):
+        return nalu_ops.real_npu_penalty(w, self.effective_gate)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "gated": self.gated,
+            "epsilon": self.epsilon,
+            "max_exponent": self.max_exponent,
+            "gate_initializer": keras.initializers.serialize(self.gate_initializer),
+        }

@@ -28,6 +28,7 @@ from keras_nalu import (
     NACCell,
     NALUCell,
     NAUCell,
+    RealNPU,
     export_saved_model,
 )
 from keras_nalu.regularizers import Sparsity
@@ -48,6 +49,9 @@ def models():
         "nau_nmu": keras.Model(static, NMU(1, **SCHEDULE)(NAU(2, **SCHEDULE)(static))),
         "nmru": keras.Model(static, NMRU(1, **SCHEDULE)(NAU(2, **SCHEDULE)(static))),
         "inalu": keras.Model(static, INALU(1)(INALU(2)(static))),
+        "realnpu": keras.Model(
+            static, RealNPU(1, **SCHEDULE)(NAU(2, **SCHEDULE)(static))
+        ),
         "constrained_dense": keras.Model(
             static,
             ConstrainedDense(1, "sigmoid", use_bias=True)(ConstrainedDense(2)(static)),
@@ -153,7 +157,7 @@ def export(folder):
     SavedModel and records the inputs and the model's outputs."""
     keras.utils.set_random_seed(0)
     report = {}
-    for name in ("nac_nalu", "nau_nmu", "nmru", "inalu", "cells"):
+    for name in ("nac_nalu", "nau_nmu", "nmru", "realnpu", "inalu", "cells"):
         model = models()[name]
         x = inputs(model)
         model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")

@@ -70,7 +70,7 @@ def test_a_model_saved_on_any_backend_loads_on_this_one_with_equal_outputs(
     report = loaded[target]
     assert sorted(report) == sorted(BACKENDS)
     for source, models in report.items():
-        assert len(models) == 7, models
+        assert len(models) == 8, models
         for name, result in models.items():
             # Float32 kernels of different backends round differently.
             assert result["difference"] <= 1e-5, (source, target, name, result)

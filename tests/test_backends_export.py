@@ -16,7 +16,14 @@ from tests.test_export import serve_models_in_fresh_process
 def test_a_model_trained_on_jax_exports_a_saved_model_tensorflow_serves(tmp_path):
     run_worker("jax", "export", tmp_path)
     report = json.loads((tmp_path / "exported.json").read_text())
-    assert sorted(report) == ["cells", "inalu", "nac_nalu", "nau_nmu", "nmru"]
+    assert sorted(report) == [
+        "cells",
+        "inalu",
+        "nac_nalu",
+        "nau_nmu",
+        "nmru",
+        "realnpu",
+    ]
     served = serve_models_in_fresh_process(
         {
             name: (tmp_path / name, {"x": np.asarray(r["x"], "float32")})

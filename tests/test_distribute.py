@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent(
 
     from keras_nalu import (
         INALU, NAC, NALU, NAU, NMRU, NMU, ConstrainedDense, NACCell, NALUCell,
-        NAUCell,
+        NAUCell, RealNPU,
     )
     from keras_nalu.regularizers import Sparsity
 
@@ -34,6 +34,7 @@ SCRIPT = textwrap.dedent(
         "NALU": lambda: [NALU(2), NALU(1, tied_weights=False)],
         "NAU-NMU": lambda: [NAU(2, **SCHEDULE), NMU(1, **SCHEDULE)],
         "NMRU": lambda: [NAU(2, **SCHEDULE), NMRU(1, **SCHEDULE)],
+        "RealNPU": lambda: [NAU(2, **SCHEDULE), RealNPU(1, **SCHEDULE)],
         "INALU": lambda: [INALU(2, **SCHEDULE), INALU(1, **SCHEDULE)],
         "ConstrainedDense": lambda: [ConstrainedDense(1, "nac", use_bias=True)],
         "NACCell": lambda: [keras.layers.RNN(NACCell(2)), NAC(1)],
@@ -79,6 +80,6 @@ def test_mirrored_strategy_fit_matches_a_single_device_run():
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    for name in ("NAC", "NALU", "NAU-NMU", "NMRU", "INALU", "ConstrainedDense",
-                 "NACCell", "NALUCell", "NAUCell"):  # fmt: skip
+    for name in ("NAC", "NALU", "NAU-NMU", "NMRU", "RealNPU", "INALU",
+                 "ConstrainedDense", "NACCell", "NALUCell", "NAUCell"):  # fmt: skip
         assert f"same weights: {name}\n" in result.stdout

@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_nalu import INALU, NALU, NAU, NMRU, NMU, NALUCell, export_saved_model
+from keras_nalu import (
+    INALU,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    NALUCell,
+    RealNPU,
+    export_saved_model,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*tf.lite.Interpreter is deprecated:UserWarning"
@@ -40,7 +49,7 @@ RNG = np.random.default_rng(0)
     "layers",
     [
         lambda: [NALU(3), NALU(2, tied_weights=False), NALU(1)],
-        lambda: [NAU(3), NMU(2), NMRU(2), INALU(1)],
+        lambda: [NAU(3), NMU(2), NMRU(2), RealNPU(2), INALU(1)],
     ],
     ids=["nalu", "stable-units"],
 )

@@ -142,13 +142,16 @@ class RealNPU(SparseUnit):
         _validation.check_built(self, "effective_gate")
         return nalu_ops.clip_weight(self.gate, 0.0, 1.0) if self.gated else None
 
+    @property
+    def _gate(self):
+        # The op and the penalty clip it themselves (no second clip per call).
+        return self.gate if self.gated else None
+
     def _unit(self, x, w, training=False):
-        return nalu_ops.real_npu(
-            x, w, self.effective_gate, self.epsilon, self.max_exponent
-        )
+        return nalu_ops.real_npu(x, w, self._gate, self.epsilon, self.max_exponent)
 
     def _penalty(self, w):
-        return nalu_ops.real_npu_penalty(w, self.effective_gate)
+        return nalu_ops.real_npu_penalty(w, self._gate)
 
     def get_config(self):
         return {

@@ -1,4 +1,4 @@
-"""Division as Mistry, Farrahi & Hare (2021) test it: one NMRU, a/b among 10 inputs.
+"""Division as Mistry, Farrahi & Hare (2021) test it: one unit, a/b among 10 inputs.
 
 A thin command line over `nalu_research.experiments.division_benchmark`,
 where the experiment is written. `--help` lists its options.

@@ -85,6 +85,7 @@ UNIT_MODELS = {
     "inalu": ("inalu", "inalu"),
     "single-nmu": ("nmu",),
     "single-nmru": ("nmru",),
+    "single-realnpu": ("realnpu",),
 }
 MODELS = tuple(UNIT_MODELS) + MLP_ACTIVATIONS
 
@@ -507,9 +508,10 @@ class StaticBenchmark:
         seeds: Sequence of integer seeds, each run for every operation.
         batch_size: Fresh examples per step and run.
         learning_rate: Adam's learning rate (`keras.optimizers.Adam`, its
-            other arguments at their defaults): a positive float or a
-            `keras.optimizers.schedules.LearningRateSchedule` of the step
-            (e.g. `PiecewiseConstantDecay` to lower it late in training).
+            other arguments at their defaults but `epsilon`): a positive
+            float or a `keras.optimizers.schedules.LearningRateSchedule` of
+            the step (e.g. `PiecewiseConstantDecay` to lower it late in
+            training).
         eval_size: Examples per run in each of the fixed interpolation and
             extrapolation test sets.
         regularization: `(strength, start, end)` of the units' penalty
@@ -527,6 +529,8 @@ class StaticBenchmark:
         threshold: The extrapolation MSE below which a run counts as solved,
             or None for Madsen & Johansen's simulated threshold of each
             operation (`nalu_research.tasks.success_threshold`).
+        adam_epsilon: Adam's `epsilon`, or None for Keras's default (1e-7;
+            PyTorch's Adam, which Madsen & Johansen's code uses, has 1e-8).
         task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
             interpolation range must be one interval (batches are drawn in
             the graph); the extrapolation range may be a union.
@@ -545,6 +549,7 @@ class StaticBenchmark:
         layer_options=None,
         clipnorm=None,
         threshold=None,
+        adam_epsilon=None,
         **task_kwargs,
     ):
         if model not in MODELS:
@@ -569,6 +574,10 @@ class StaticBenchmark:
             self._config["layer_options"] = layer_options
         if threshold is not None:
             self._config["threshold"] = threshold
+        self.adam_epsilon = None
+        if adam_epsilon is not None:
+            self.adam_epsilon = _checks.positive_float("adam_epsilon", adam_epsilon)
+            self._config["adam_epsilon"] = self.adam_epsilon
         self.clipnorm = (
             None if clipnorm is None else _checks.positive_float("clipnorm", clipnorm)
         )
@@ -645,7 +654,8 @@ class StaticBenchmark:
         # weight moves exactly as it would alone. No `clipnorm` or
         # `global_clipnorm`: their norms would span the runs of a weight (clip
         # each run's gradient before `apply` if that is ever needed).
-        self.optimizer = keras.optimizers.Adam(self.learning_rate)
+        epsilon = {} if self.adam_epsilon is None else {"epsilon": self.adam_epsilon}
+        self.optimizer = keras.optimizers.Adam(self.learning_rate, **epsilon)
         self.optimizer.build(list(self.params.values()))
         # The step counter is the optimizer's `iterations`: after t steps,
         # the next one draws batch t + 1.

@@ -1,6 +1,7 @@
-"""The division benchmark (Mistry et al.'s single NMRU among 10 inputs): its
-task, and a smoke run of examples/division_benchmark.py that solves U[1, 2],
-exports the snapped unit and serves it without keras_nalu."""
+"""The division benchmark (Mistry et al.'s single unit among 10 inputs): its
+task, its options, and a smoke run of examples/division_benchmark.py per unit
+that solves U[1, 2], exports the snapped unit and serves it without
+keras_nalu."""
 
 import json
 import subprocess
@@ -10,7 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nalu_research.experiments.division_benchmark import RANGES, TASK
+from nalu_research.experiments.division_benchmark import (
+    RANGES,
+    TASK,
+    UNITS,
+    layer_options,
+    parse_args,
+)
 from nalu_research.tasks import StaticArithmetic
 from tests.processes import tensorboard_scalars
 from tests.test_export import serve_in_fresh_process
@@ -29,12 +36,53 @@ def test_the_task_is_two_adjacent_inputs_of_ten():
     assert len(RANGES) == 9
 
 
+@pytest.mark.research  # parse_args checks that matplotlib can draw the plot
+def test_each_unit_trains_by_its_own_recipe():
+    nmru, realnpu = parse_args([]), parse_args(["--unit", "realnpu"])
+    assert (nmru.learning_rate, nmru.clipnorm, nmru.regularization) == (
+        1e-2,
+        1.0,
+        [10.0, 50_000, 75_000],
+    )
+    assert (realnpu.learning_rate, realnpu.clipnorm, realnpu.regularization) == (
+        5e-3,
+        None,
+        [1.0, 50_000, 75_000],
+    )
+    assert layer_options(nmru) == {"nmru": {"sign_retrieval": True}}
+    assert layer_options(realnpu) == {"realnpu": {"gated": True}}
+    off = parse_args(["--unit", "realnpu", "--no-gated", "--learning-rate", "0.1"])
+    assert layer_options(off) == {"realnpu": {"gated": False}}
+    assert off.learning_rate == 0.1
+    # Each unit's results and export have their own default paths.
+    assert str(nmru.json) == "results/division_benchmark.json"
+    assert str(realnpu.json) == "results/division_benchmark_realnpu.json"
+    assert realnpu.export_dir.endswith("division_realnpu")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--unit", "realnpu", "--sign-retrieval"],
+         "--sign-retrieval is an option of --unit nmru, not of --unit realnpu"),
+        (["--no-gated"], "--gated is an option of --unit realnpu, not of --unit nmru"),
+        (["--unit", "npu"], "invalid choice: 'npu'"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_refused(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.research  # plots with matplotlib, TensorBoard logs
-def test_smoke_run_solves_a_range_and_exports_it(tmp_path):
+@pytest.mark.parametrize("unit", list(UNITS))
+def test_smoke_run_solves_a_range_and_exports_it(unit, tmp_path):
+    strength = str(UNITS[unit]["regularization"][0])
     result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--ranges", "6", "1", "--seeds", "2",
-         "--iterations", "8000", "--eval-every", "1000", "--eval-size", "256",
-         "--regularization", "10", "3000", "5000",
+        [sys.executable, str(EXAMPLE), "--unit", unit, "--ranges", "6", "1",
+         "--seeds", "2", "--iterations", "8000", "--eval-every", "1000",
+         "--eval-size", "256", "--regularization", strength, "3000", "5000",
          "--json", str(tmp_path / "d.json"), "--export-dir", str(tmp_path / "sm"),
          "--checkpoint-dir", str(tmp_path / "ck"),
          "--tensorboard", str(tmp_path / "tb")],
@@ -43,7 +91,9 @@ def test_smoke_run_solves_a_range_and_exports_it(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "| 6 | U[1, 2] | U[2, 6] | 2/2 [0.34, 1.00] |" in out
-    assert "Mistry et al. published 91.6% over 9 ranges x 25 seeds" in out
+    name = UNITS[unit]["name"]
+    assert f"All ranges, one {name}: " in out
+    assert "Mistry et al. published 91.6% for the NMRU over 9 ranges x 25" in out
     data = json.loads((tmp_path / "d.json").read_text())
     assert len(data["runs"]) == 4
     solved = [r for r in data["runs"] if r["range"] == 6]

@@ -44,11 +44,40 @@ def test_splits_draw_from_their_ranges_with_signed_inputs():
         ({"operations": ("pow",)}, "`operations`.*'pow'"),
         ({"operations": ()}, "`operations`"),
         ({"test_range": (5, -5)}, "`test_range`.*low < high"),
+        ({"operations": ("div",)}, "`train_range` with 'div'.*excludes 0"),
+        (
+            {"operations": ("add", "div"), "train_range": ((-10, -1), (1, 10))},
+            r"`test_range` with 'div'.*Received: test_range=\(-50.0, 50.0\)",
+        ),
+        (
+            {
+                "operations": ("div",),
+                "train_range": ((-10, 0), (1, 10)),
+                "test_range": ((-50, -1), (1, 50)),
+            },
+            "`train_range` with 'div'.*excludes 0",
+        ),
     ],
 )
 def test_invalid_arguments_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         MysteryArithmetic(**kwargs)
+
+
+def test_division_on_ranges_that_exclude_zero():
+    away = {"train_range": ((-10, -1), (1, 10)), "test_range": ((-50, -1), (1, 50))}
+    task = MysteryArithmetic(operations=("add", "sub", "mul", "div"), seed=0, **away)
+    assert "div" in [op for _, _, op in task.configuration]
+    x_train, y_train = task.sample(4000, "train", seed=1)
+    x_test, _ = task.sample(4000, "test", seed=2)
+    assert 1 <= np.abs(x_train).min() < 1.01 and np.abs(x_train).max() <= 10
+    assert (x_train < 0).mean() == pytest.approx(0.5, abs=0.01)
+    assert 1 <= np.abs(x_test).min() and 49 < np.abs(x_test).max() <= 50
+    assert np.abs(y_train).max() <= 100  # 10 * 10 and 10 / 1 at most
+    # With denominators away from 0 the simulated threshold is a stable number
+    # (on U[-50, 50] it moves by orders of magnitude with the simulation's seed).
+    thresholds = [task.success_threshold(samples=50_000, seed=k) for k in range(3)]
+    assert max(thresholds) < 1.05 * min(thresholds)
 
 
 def test_invalid_split_raises():

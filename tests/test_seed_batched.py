@@ -157,21 +157,24 @@ SIGNED_TASK = {"interpolation_range": (-2.0, -1.0), "extrapolation_range": (-6.0
 
 
 @pytest.mark.parametrize(
-    "model, clipnorm, options, task, rate",
-    [("nmu", None, None, {}, 0.05), ("inalu", None, None, {}, 0.05),
-     ("single-nmru", 0.1, SIGNS, SIGNED_TASK, 0.05),
-     ("nmu", None, CENTERED, {}, 0.05), ("realnpu", None, GATED, {}, DROP)],
+    "model, clipnorm, options, task, rate, epsilon",
+    [("nmu", None, None, {}, 0.05, None), ("inalu", None, None, {}, 0.05, None),
+     ("single-nmru", 0.1, SIGNS, SIGNED_TASK, 0.05, None),
+     ("nmu", None, CENTERED, {}, 0.05, None),
+     ("realnpu", None, GATED, {}, DROP, None),
+     ("single-realnpu", None, None, {}, 0.05, None),
+     ("nmu", None, None, {}, 0.05, 0.01)],
 )  # fmt: skip
 def test_a_run_trains_as_its_keras_model_with_keras_adam(
-    model, clipnorm, options, task, rate
+    model, clipnorm, options, task, rate, epsilon
 ):
     """Seed 1's weights after three steps in a batch of runs equal those of
     its Keras model trained alone by keras.optimizers.Adam on the same
     batches, penalty schedule, the clipping of its gradient's global norm,
-    layer options and a learning-rate schedule included."""
+    layer options, a learning-rate schedule and Adam's epsilon included."""
     bench = small(model, "mul", [0, 1], learning_rate=rate,
                   regularization=(1.0, 0, 2), clipnorm=clipnorm,
-                  layer_options=options, **task)  # fmt: skip
+                  layer_options=options, adam_epsilon=epsilon, **task)  # fmt: skip
     layers = keras_layers(model, bench.input_size, seed=1, options=options)
     for kind, changes in (options or {}).items():
         for name, value in changes.items():
@@ -180,7 +183,9 @@ def test_a_run_trains_as_its_keras_model_with_keras_adam(
     for layer in layers:
         layer.regularization_strength = 1.0
         layer.regularization_start, layer.regularization_end = 0, 2
-    adam = keras.optimizers.Adam(rate, global_clipnorm=clipnorm)
+    adam = keras.optimizers.Adam(
+        rate, global_clipnorm=clipnorm, epsilon=epsilon or 1e-7
+    )
     keras_model.compile(optimizer=adam, loss="mse")
     for step in (1, 2, 3):
         x, y = bench._batch(step)
@@ -448,6 +453,7 @@ def test_summary_selects_by_interpolation_and_applies_the_threshold():
         ({"operations": "pow"}, "`operation`.*operation='pow'"),
         ({"batch_size": 0}, "`batch_size`.*batch_size=0"),
         ({"clipnorm": 0.0}, "`clipnorm`.*clipnorm=0.0"),
+        ({"adam_epsilon": 0.0}, "`adam_epsilon`.*adam_epsilon=0.0"),
         ({"learning_rate": "fast"}, "`learning_rate`, expected a positive float or"),
         ({"learning_rate": 0.0}, "`learning_rate`.*learning_rate=0.0"),
         ({"layer_options": {"gru": {}}}, "`layer_options`"),

@@ -130,6 +130,11 @@ def parse_args(argv=None):
         help="bound each run's gradient norm, as PyTorch's clip_grad_norm_ "
         "(default: none)",
     )
+    parser.add_argument(
+        "--adam-epsilon",
+        type=float,
+        help="Adam's epsilon (default: Keras's, 1e-7; PyTorch's is 1e-8)",
+    )
     add_schedule_argument(
         parser, help="the units' penalty schedule (default: the layers' defaults)"
     )
@@ -176,8 +181,9 @@ def parse_args(argv=None):
         drop[0] >= 0 and drop[0] == int(drop[0]) and drop[1] > 0
     ):
         parser.error("--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0")
-    if args.clipnorm is not None and not args.clipnorm > 0:
-        parser.error("--clipnorm must be a positive number")
+    for name in ("clipnorm", "adam_epsilon"):
+        if getattr(args, name) is not None and not getattr(args, name) > 0:
+            parser.error(f"--{name.replace('_', '-')} must be a positive number")
     args.layer_options = layer_options(args.layer_option, parser)
     defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
     for name, value in defaults.items():
@@ -485,6 +491,7 @@ def main(argv=None):
             regularization=args.regularization or "default",
             nmu_center=args.nmu_center,
             clipnorm=args.clipnorm,
+            adam_epsilon=args.adam_epsilon,
             layer_options=args.layer_options,
             **(SIGNED if args.signed else {}),
         )

@@ -1,4 +1,4 @@
-"""Division as Mistry, Farrahi & Hare (2021) test it: one NMRU, a/b among 10 inputs.
+"""Division as Mistry, Farrahi & Hare (2021) test it: one unit, a/b among 10 inputs.
 
 Their single-layer task with input redundancy ("Learning Division with Neural
 Arithmetic Logic Modules", the NMRU's published 91.6%; their code,
@@ -7,20 +7,29 @@ sltr-in10.sh): `x` has 10 inputs, `a = x[o]` and `b = x[o + 1]` at an offset
 `o` drawn from the seed (`StaticArithmetic` with `input_size=10,
 subset_ratio=0.1, overlap_ratio=0`), the other 8 irrelevant; the target is
 `a / b`. Nine (interpolation -> extrapolation) ranges, 25 seeds each: 225
-runs. The model is one `keras_nalu.NMRU(1)` (20 weights: 10 inputs and their
-reciprocals). Their recipe: Adam lr 1e-2, batches of 128, 100,000
-iterations, each run's gradient norm clipped to 1, the sparsity penalty 10
-ramped in from iteration 50,000 to 75,000; evaluated every 1,000 iterations
-on 10,000 examples per split; a run is solved when its extrapolation MSE at
-the evaluation with the lowest interpolation MSE is below 1e-5 (their fixed
-threshold, not Madsen & Johansen's simulated one).
+runs. Evaluated every 1,000 iterations on 10,000 examples per split; a run is
+solved when its extrapolation MSE at the evaluation with the lowest
+interpolation MSE is below 1e-5 (their fixed threshold, not Madsen &
+Johansen's simulated one).
 
-Their NMRU is the sign-retrieving one ("SignNMRU": it multiplies magnitudes
-and restores the sign with `cos(pi * k @ W)`): `keras_nalu.NMRU(1,
-sign_retrieval=True)`, the default here; `--no-sign-retrieval` trains the
-package's default NMRU, which multiplies the signed values. What differs from
-their code: their reciprocal is `1 / (x + 1.2e-7)` in training and `1 / x` in
-evaluation; ours bounds `|x|` below by `epsilon = 1e-7` in both.
+`--unit` picks the unit, each trained by the recipe of their script for it
+(`UNITS`), 100,000 iterations of batches of 128:
+
+- `nmru` (default): one `keras_nalu.NMRU(1, sign_retrieval=True)`, 20 weights
+  on the 10 inputs and their reciprocals, their published "SignNMRU" (it
+  multiplies magnitudes and restores the sign with `cos(pi * k @ W)`;
+  `--no-sign-retrieval` trains the package's default NMRU, which multiplies
+  the signed values). Adam lr 1e-2, each run's gradient norm clipped to 1,
+  the sparsity penalty 10 ramped in from iteration 50,000 to 75,000. Their
+  reciprocal is `1 / (x + 1.2e-7)` in training and `1 / x` in evaluation;
+  ours bounds `|x|` below by `epsilon = 1e-7` in both.
+- `realnpu`: one `keras_nalu.RealNPU(1)` with its relevance gate (`--no-gated`
+  without), their "Real NPU (modified)": exponents and gate clipped, the
+  exponents started by the NAU's initializer, the gate at 0.5, a penalty of
+  1 on both ramped in from 50,000 to 75,000; Adam lr 5e-3, no gradient
+  clipping. Theirs also adds an L1 penalty of weight 1e-9 to 1e-7 (Heim et
+  al.'s) and penalizes exponents toward -1 and 1 only; ours is the NAU's
+  penalty toward -1, 0 and 1.
 
 All runs of a range train in one program (`nalu_research.seed_batched`),
 checkpointed after every evaluation: run the same command again after an
@@ -29,6 +38,7 @@ verified) of the first solved run on U[1, 2] (else of the first range with
 one) is exported as a SavedModel.
 
     python examples/division_benchmark.py                 # 9 ranges x 25 seeds
+    python examples/division_benchmark.py --unit realnpu  # a RealNPU, its recipe
     python examples/division_benchmark.py --ranges 6 --seeds 5 --iterations 20000
 """
 
@@ -36,6 +46,7 @@ import argparse
 import os
 import shutil
 import time
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -75,7 +86,16 @@ RANGES = (
     ((10.0, 20.0), (20.0, 40.0)),
 )
 TASK = {"input_size": 10, "subset_ratio": 0.1, "overlap_ratio": 0.0}
-PUBLISHED = 0.916  # their success over the 225 runs
+PUBLISHED = 0.916  # the NMRU's success over the 225 runs (Mistry et al.)
+# Each unit with the recipe of Mistry et al.'s script for it: the engine's
+# model, Adam's learning rate, each run's gradient-norm bound, the penalty.
+UNITS = {
+    "nmru": {"model": "single-nmru", "name": "NMRU", "learning_rate": 1e-2,
+             "clipnorm": 1.0, "regularization": [10.0, 50_000, 75_000]},
+    "realnpu": {"model": "single-realnpu", "name": "RealNPU",
+                "learning_rate": 5e-3, "clipnorm": None,
+                "regularization": [1.0, 50_000, 75_000]},
+}  # fmt: skip
 EXPORTED_RANGE = 6  # U[1, 2] -> U[2, 6], exported when solved
 
 
@@ -94,33 +114,72 @@ def parse_args(argv=None):
     parser.add_argument("--iterations", type=positive_int, default=100_000)
     parser.add_argument("--eval-every", type=positive_int, default=1000)
     parser.add_argument("--eval-size", type=positive_int, default=10_000)
-    parser.add_argument("--learning-rate", type=positive_float, default=1e-2)
-    parser.add_argument("--clipnorm", type=positive_float, default=1.0,
-                        help="each run's gradient norm bound (default 1)")  # fmt: skip
+    parser.add_argument(
+        "--unit",
+        choices=tuple(UNITS),
+        default="nmru",
+        help="the unit, trained by its recipe (default nmru)",
+    )
+    parser.add_argument("--learning-rate", type=positive_float,
+                        help="Adam's (default 1e-2 NMRU, 5e-3 RealNPU)")  # fmt: skip
+    parser.add_argument("--clipnorm", type=positive_float,
+                        help="each run's gradient norm bound (default: 1 for the "
+                        "NMRU, none for the RealNPU)")  # fmt: skip
     add_schedule_argument(
         parser,
-        default=[10.0, 50_000, 75_000],
-        help="the penalty schedule (default 10 from 50,000 to 75,000)",
+        help="the penalty schedule (default: the unit's, 10 (NMRU) or 1 "
+        "(RealNPU) from 50,000 to 75,000)",
     )
     parser.add_argument("--threshold", type=positive_float, default=1e-5)
     parser.add_argument(
         "--sign-retrieval",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="the NMRU's sign by Mistry et al.'s cosine (their published "
+        help="NMRU: the sign by Mistry et al.'s cosine (their published "
         "unit; default), or signed products (--no-sign-retrieval)",
     )
     parser.add_argument(
-        "--export-dir",
-        default=os.path.join("saved_models", "division_nmru"),
-        help="where the snapped model of a solved run is exported",
+        "--gated",
+        action=argparse.BooleanOptionalAction,
+        help="RealNPU: with Heim et al.'s relevance gate (default) or without",
     )
-    add_output_arguments(parser, "results/division_benchmark.json")
+    parser.add_argument(
+        "--export-dir",
+        help="where the snapped model of a solved run is exported (default "
+        "saved_models/division_UNIT)",
+    )
+    add_output_arguments(
+        parser, None, shown_default="results/division_benchmark[_UNIT].json"
+    )
     add_training_arguments(parser, "division_benchmark")
     add_backend_argument(parser, "division_benchmark")
     args = parser.parse_args(argv)
+    # The other unit's option, refused.
+    other = {"nmru": ("gated", "realnpu"), "realnpu": ("sign_retrieval", "nmru")}
+    option, unit = other[args.unit]
+    if getattr(args, option) is not None:
+        parser.error(
+            f"--{option.replace('_', '-')} is an option of --unit {unit}, "
+            f"not of --unit {args.unit}"
+        )
+    for name in ("learning_rate", "clipnorm", "regularization"):
+        if getattr(args, name) is None:
+            setattr(args, name, UNITS[args.unit][name])
+    args.export_dir = args.export_dir or os.path.join(
+        "saved_models", f"division_{args.unit}"
+    )
+    # The NMRU's results keep their first name; another unit's get its own.
+    suffix = "" if args.unit == "nmru" else f"_{args.unit}"
+    args.json = args.json or Path(f"results/division_benchmark{suffix}.json")
     args.png = png_path(args)
     return args
+
+
+def layer_options(args):
+    """The constructor arguments of the unit's layer (`--sign-retrieval`,
+    `--gated`; the NMRU's sign retrieval is on unless turned off)."""
+    if args.unit == "nmru":
+        return {"nmru": {"sign_retrieval": args.sign_retrieval is not False}}
+    return {"realnpu": {"gated": args.gated is not False}}
 
 
 def describe(value):
@@ -135,7 +194,7 @@ def run_range(index, args):
     snapped model of its first solved run (or None)."""
     interpolation, extrapolation = RANGES[index]
     bench = StaticBenchmark(
-        "single-nmru",
+        UNITS[args.unit]["model"],
         "div",
         range(args.seeds),
         learning_rate=args.learning_rate,
@@ -143,7 +202,7 @@ def run_range(index, args):
         regularization=args.regularization,
         clipnorm=args.clipnorm,
         threshold=args.threshold,
-        layer_options={"nmru": {"sign_retrieval": args.sign_retrieval}},
+        layer_options=layer_options(args),
         interpolation_range=interpolation,
         extrapolation_range=extrapolation,
         **TASK,
@@ -192,9 +251,10 @@ def tables(results, args):
         )
     wins = sum(r["success"] for r in results)
     low, high = wilson_interval(wins, len(results))
-    lines += ["", f"All ranges: {wins}/{len(results)} solved = "
-              f"{wins / len(results):.1%} [{low:.3f}, {high:.3f}]; Mistry et "
-              f"al. published {PUBLISHED:.1%} over 9 ranges x 25 seeds."]  # fmt: skip
+    lines += ["", f"All ranges, one {UNITS[args.unit]['name']}: {wins}/"
+              f"{len(results)} solved = {wins / len(results):.1%} [{low:.3f}, "
+              f"{high:.3f}]; Mistry et al. published {PUBLISHED:.1%} for the "
+              "NMRU over 9 ranges x 25 seeds."]  # fmt: skip
     example = next((r for r in results if r["formula"]), None)
     if example:
         lines.append(
@@ -210,14 +270,15 @@ def plot(results, args):
     rates, errors = wilson_bars(
         [r for r in results if r["range"] == index] for index in args.ranges
     )
-    ax.bar(range(len(rates)), rates, yerr=errors, capsize=3, label="NMRU here")
+    name = UNITS[args.unit]["name"]
+    ax.bar(range(len(rates)), rates, yerr=errors, capsize=3, label=f"{name} here")
     ax.axhline(PUBLISHED, color="k", linestyle="--", linewidth=1,
-               label=f"Mistry et al., all ranges ({PUBLISHED:.1%})")  # fmt: skip
+               label=f"NMRU, Mistry et al., all ranges ({PUBLISHED:.1%})")  # fmt: skip
     ax.set_xticks(range(len(rates)))
     ax.set_xticklabels([describe(RANGES[i][0]) for i in args.ranges], fontsize=7)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate")
-    ax.set_title(f"a/b, one NMRU, 10 inputs: {args.seeds} seeds per range, "
+    ax.set_title(f"a/b, one {name}, 10 inputs: {args.seeds} seeds per range, "
                  f"{args.iterations} iterations (Wilson 95%)", fontsize=9)  # fmt: skip
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -227,7 +288,7 @@ def plot(results, args):
 def export(snapped, args):
     """Exports the snapped model of the first solved run on U[1, 2], else
     of the first range with one (`snapped`: `{range: (seed, bench)}`)."""
-    if not snapped or not can_export("the snapped NMRU"):
+    if not snapped or not can_export(f"the snapped {UNITS[args.unit]['name']}"):
         return None
     seed, bench = snapped.get(EXPORTED_RANGE) or next(iter(snapped.values()))
     task = bench.tasks[seed]
@@ -262,7 +323,9 @@ def main(argv=None):
     plot(results, args)
     print(f"Wall time: {time.perf_counter() - start:.0f} s.")
     if exported:
-        print(f"Exported a solved run's snapped NMRU to {exported}.")
+        print(
+            f"Exported a solved run's snapped {UNITS[args.unit]['name']} to {exported}."
+        )
     print(f"Wrote {args.json} and {args.png}.")
 
 

@@ -36,7 +36,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, snap_weights  # noqa: E402
+from keras_nalu import (  # noqa: E402
+    INALU,
+    NAC,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    RealNPU,
+    snap_weights,
+)
 from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
@@ -74,12 +83,13 @@ UNITS = {
     "NAU": lambda: NAU(1),
     "NMU": lambda: NMU(1),
     "NMRU": lambda: NMRU(1),
+    "RealNPU": lambda: RealNPU(1),
     "iNALU": lambda: INALU(1),
 }
 THRESHOLDS = (1e-6, 1e-4)  # the "solved" columns, on the extrapolation error
 # The rows whose trained models `keras_nalu.snap_weights` also snaps, the
 # largest error it lets through on its own check sets, and their size.
-SNAPPABLE = ("NAC", "NALU", "NAU", "NMU", "NMRU", "iNALU")
+SNAPPABLE = ("NAC", "NALU", "NAU", "NMU", "NMRU", "RealNPU", "iNALU")
 SNAP_RTOL = 1e-4
 EARLY_EPOCH = 20  # the first error column
 TEST_SIZE = 2000

@@ -5,12 +5,23 @@ inputs, `m` outputs, each output `op(x_i, x_j)` for random `i != j` and a
 random operation; train on U[-10, 10], test on U[-50, 50]. Inputs are signed, so
 products of inputs with different signs are negative, which the NALU's
 `log|x|` cannot express.
+
+The blog leaves division out, "since we use the same interval that includes
+numbers very close to zero": with a denominator uniform around 0, `a / b` has
+no finite variance (`E[1 / b^2]` diverges), so neither an MSE nor the task's
+simulated threshold is defined. Division is accepted on ranges that exclude
+0, given as unions of intervals, e.g. `((-10, -1), (1, 10))`.
 """
 
 import numpy as np
 
 from nalu_research import _checks
-from nalu_research.tasks.static_arithmetic import OPERATIONS, SYMBOLS, check_range
+from nalu_research.tasks.static_arithmetic import (
+    OPERATIONS,
+    SYMBOLS,
+    check_range,
+    draw_uniform,
+)
 
 SPLITS = ("train", "test")
 
@@ -23,8 +34,10 @@ class MysteryArithmetic:
         output_size: Number of outputs.
         operations: Operations to draw from (names of `OPERATIONS` that take
             two inputs: "add", "sub", "mul", "div").
-        train_range: `(low, high)` of the training inputs.
-        test_range: `(low, high)` of the test inputs.
+        train_range: `(low, high)` of the training inputs, or a union of
+            such intervals, e.g. `((-10, -1), (1, 10))`.
+        test_range: The same for the test inputs. With "div" among the
+            operations, neither range may contain 0.
         seed: Fixes the triples.
 
     Example:
@@ -62,8 +75,11 @@ class MysteryArithmetic:
                 f"Received: operations={operations!r}"
             )
         self.operations = operations
-        self.train_range = check_range("train_range", train_range)
-        self.test_range = check_range("test_range", test_range)
+        self.train_range = check_range("train_range", train_range, union=True)
+        self.test_range = check_range("test_range", test_range, union=True)
+        if "div" in operations:
+            for name in ("train_range", "test_range"):
+                _check_away_from_zero(name, getattr(self, name))
         self.seed = seed
         rng = np.random.default_rng(seed)
         self.configuration = []
@@ -83,8 +99,9 @@ class MysteryArithmetic:
         """`n` examples `(x, y)` of a split, float32, reproducible by `seed`."""
         _checks.one_of("split", split, SPLITS)
         n = _checks.positive_int("n", n)
-        low, high = self.train_range if split == "train" else self.test_range
-        x = np.random.default_rng(seed).uniform(low, high, size=(n, self.input_size))
+        value_range = self.train_range if split == "train" else self.test_range
+        rng = np.random.default_rng(seed)
+        x = draw_uniform(rng, value_range, (n, self.input_size))
         return x.astype(np.float32), self.targets(x).astype(np.float32)
 
     def success_threshold(self, epsilon=1e-5, samples=200_000, seed=0):
@@ -97,12 +114,10 @@ class MysteryArithmetic:
         """
         epsilon = float(epsilon)
         rng = np.random.default_rng(seed)
-        low, high = self.test_range
         total, chunk = 0.0, 50_000
         for start in range(0, samples, chunk):
-            x = rng.uniform(
-                low, high, size=(min(chunk, samples - start), self.input_size)
-            )
+            size = (min(chunk, samples - start), self.input_size)
+            x = draw_uniform(rng, self.test_range, size)
             rest = epsilon * x.sum(axis=-1)
             for i, j, op in self.configuration:
                 a = (1.0 - 2.0 * epsilon) * x[:, i] + rest
@@ -117,3 +132,15 @@ class MysteryArithmetic:
             f"y{k} = " + SYMBOLS[op].replace("a", f"x{i}").replace("b", f"x{j}")
             for k, (i, j, op) in enumerate(self.configuration)
         ]
+
+
+def _check_away_from_zero(name, value_range):
+    """Refuses a range with 0 inside or at an end (division by ~0)."""
+    intervals = [value_range] if np.ndim(value_range) == 1 else value_range
+    if any(low <= 0.0 <= high for low, high in intervals):
+        raise ValueError(
+            f"Received an invalid value for `{name}` with 'div' among the "
+            "operations, expected a range that excludes 0 (a quotient of a "
+            "denominator near 0 has no finite variance), e.g. ((-10, -1), "
+            f"(1, 10)). Received: {name}={value_range!r}"
+        )

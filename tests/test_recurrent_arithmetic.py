@@ -102,3 +102,30 @@ def test_example_smoke_run(tmp_path):
             "loss": [10, 20], "interpolation_error": [10, 20],
             "extrapolation_error": [10, 20],
         }  # fmt: skip
+
+
+@pytest.mark.research  # parse_args checks that matplotlib can draw the plot
+def test_our_products_run_only_when_named():
+    from nalu_research.experiments.recurrent_arithmetic import OPT_IN, parse_args
+
+    assert not set(OPT_IN) & set(parse_args([]).models)
+    assert parse_args(["--models", "nau-nmu"]).models == ["nau-nmu"]
+
+
+@pytest.mark.research  # plots with matplotlib
+def test_nau_nmu_learns_an_exact_square_that_snaps(tmp_path):
+    # The NAUCell's two running sums (centered gradient) under an NMU whose
+    # penalty ramps in over the run: a^2 exact at length 1,000 once snapped
+    # (2,000 steps here, the example's 5,000 on the docs page).
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--operations", "square", "--models",
+         "nau-nmu", "--seeds", "1", "--steps", "2000", "--eval-size", "100",
+         "--json", str(tmp_path / "r.json"),
+         "--checkpoint-dir", str(tmp_path / "state")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "(1/1 snapped) |" in result.stdout
+    runs = json.loads((tmp_path / "r.json").read_text())["runs"]
+    for run in runs:
+        assert run["snapped"] and run["snapped_extrapolation_error"] < 1e-6

@@ -4,7 +4,9 @@ x_t in R^10 from U[1, 2]; a and b are sums over two fixed slices and over time;
 the target is op(a, b). Models (hidden size 2): LSTM, GRU and SimpleRNN (tanh,
 ReLU) followed by a linear readout, NACCell / NALUCell followed by a NAC /
 NALU, and NAUCell followed by a NAU (not in the paper: its state weights reach
-1 exactly; it adds and subtracts only). They train on fresh batches of 128
+1 exactly; it adds and subtracts only). Not run unless named: the NAUCell
+followed by an NMU (`nau-nmu`, products) or by a RealNPU without gate
+(`nau-realnpu`, products, ratios and powers). They train on fresh batches of 128
 sequences of length 10 and are tested on length 10 (interpolation) and length
 1000 (extrapolation: a and b 100 times larger). Errors are on the paper's
 scale: test MSE relative to a randomly initialized model of the same
@@ -36,7 +38,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu import NAC, NALU, NAU, NACCell, NALUCell, NAUCell  # noqa: E402
+from keras_nalu import (  # noqa: E402
+    NAC,
+    NALU,
+    NAU,
+    NMU,
+    NACCell,
+    NALUCell,
+    NAUCell,
+    RealNPU,
+    snap_weights,
+)
 from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
@@ -65,26 +77,47 @@ from nalu_research.tasks.recurrent_arithmetic import (  # noqa: E402
 
 HIDDEN = 2
 MODELS = {
-    "lstm": ("LSTM", lambda: keras.layers.LSTM(HIDDEN), lambda: keras.layers.Dense(1)),
-    "gru": ("GRU", lambda: keras.layers.GRU(HIDDEN), lambda: keras.layers.Dense(1)),
+    "lstm": (
+        "LSTM",
+        lambda: keras.layers.LSTM(HIDDEN),
+        lambda steps: keras.layers.Dense(1),
+    ),
+    "gru": (
+        "GRU",
+        lambda: keras.layers.GRU(HIDDEN),
+        lambda steps: keras.layers.Dense(1),
+    ),
     "rnn_tanh": (
         "RNN tanh",
         lambda: keras.layers.SimpleRNN(HIDDEN),
-        lambda: keras.layers.Dense(1),
+        lambda steps: keras.layers.Dense(1),
     ),
     "rnn_relu": (
         "RNN ReLU",
         lambda: keras.layers.SimpleRNN(HIDDEN, activation="relu"),
-        lambda: keras.layers.Dense(1),
+        lambda steps: keras.layers.Dense(1),
     ),
-    "nac": ("NAC", lambda: keras.layers.RNN(NACCell(HIDDEN)), lambda: NAC(1)),
-    "nalu": ("NALU", lambda: keras.layers.RNN(NALUCell(HIDDEN)), lambda: NALU(1)),
-    "nau": (
-        "NAU",
-        lambda: keras.layers.RNN(NAUCell(HIDDEN, diagonal_state=True)),
-        lambda: NAU(1),
+    "nac": ("NAC", lambda: keras.layers.RNN(NACCell(HIDDEN)), lambda steps: NAC(1)),
+    "nalu": ("NALU", lambda: keras.layers.RNN(NALUCell(HIDDEN)), lambda steps: NALU(1)),
+    "nau": ("NAU", lambda: keras.layers.RNN(_running_sums()), lambda steps: NAU(1)),
+    "nau-nmu": (
+        "NAU-NMU",
+        lambda: keras.layers.RNN(_running_sums(centered_gradient=True)),
+        lambda steps: NMU(1, **_schedule(steps)),
+    ),
+    "nau-realnpu": (
+        "NAU-RealNPU",
+        lambda: keras.layers.RNN(_running_sums(centered_gradient=True)),
+        lambda steps: RealNPU(1, gated=False, **_schedule(steps)),
     ),
 }
+# Ours beyond the NAU, trained only when named.
+OPT_IN = ("nau-nmu", "nau-realnpu")
+# The models whose trained weights `keras_nalu.snap_weights` also rounds to
+# exact values, kept if they fit two fresh check sets (one per split) within
+# SNAP_RTOL; their errors are reported beside the trained ones.
+SNAPPED = ("nau", "nau-nmu", "nau-realnpu")
+SNAP_RTOL = 1e-4
 QUICK = {"operations": ["add", "mul"], "seeds": 1, "steps": 2000}
 BATCH_SIZE = 128
 # The arguments that change a run's training or its recorded curves: a
@@ -99,10 +132,28 @@ TRAINING_ARGUMENTS = (
 SPLITS = ("interpolation", "extrapolation")
 
 
-def build(model, input_size):
+def _running_sums(centered_gradient=False):
+    """The NAUCell of the `nau*` models: two running sums, each state row
+    started at the identity (exact sums need state weights of exactly 1);
+    under a product or a ratio, with the centered gradient, which tells
+    the inputs of `a` and `b` apart (as on the static task)."""
+    return NAUCell(HIDDEN, diagonal_state=True, centered_gradient=centered_gradient)
+
+
+def _schedule(steps):
+    """The penalty of the `OPT_IN` readouts: ramped in from half to four
+    fifths of a run of `steps` (the layer's default schedule without)."""
+    if steps is None:
+        return {}
+    return {"regularization_start": steps // 2, "regularization_end": steps * 4 // 5}
+
+
+def build(model, input_size, steps=None):
+    """`MODELS[model]` for `input_size` inputs per step, its penalty (if any)
+    scheduled over `steps` training steps."""
     _, recurrent, readout = MODELS[model]
     return keras.Sequential(
-        [keras.Input((None, input_size)), recurrent(), readout()], name=model
+        [keras.Input((None, input_size)), recurrent(), readout(steps)], name=model
     )
 
 
@@ -110,7 +161,11 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS))
     parser.add_argument(
-        "--models", nargs="+", choices=list(MODELS), default=list(MODELS)
+        "--models",
+        nargs="+",
+        choices=list(MODELS),
+        default=[m for m in MODELS if m not in OPT_IN],
+        help=f"default: all but {', '.join(OPT_IN)}",
     )
     parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 3)")
     parser.add_argument("--steps", type=int, help="training steps (default 5,000)")
@@ -172,7 +227,7 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
         for i, split in enumerate(SPLITS)
     }
     keras.utils.set_random_seed(seed)
-    random_model = build(model, task.input_size)
+    random_model = build(model, task.input_size, args.steps)
     epochs, batches = stream_epochs(
         args,
         lambda steps, start: task.training_batches(
@@ -183,7 +238,7 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
     start = time.perf_counter()
     # The trained model's init follows the random model's in the seeded stream.
     result = fit(
-        lambda: build(model, task.input_size),
+        lambda: build(model, task.input_size, args.steps),
         batches,
         loss="mse",
         optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
@@ -206,7 +261,26 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
     # the epoch it stopped in ends with one).
     curves = {split: result.history[f"{split}_error"] for split in SPLITS}
     errors = {split: curve[-1] for split, curve in curves.items()}
+    if model in SNAPPED:
+        errors.update(snapped_errors(result.model, task, test, random_model, seed))
     return errors, curves, seconds, result
+
+
+def snapped_errors(model, task, test, random_model, seed):
+    """`{"snapped_<split>": error}` on the paper's scale of `model` after
+    `snap_weights` (verified within `SNAP_RTOL` on a fresh check set of each
+    split, drawn apart from `test`), or `{"snapped": False}` with the trained
+    errors left as they are when it refuses."""
+    checks = {
+        split: task.sample(1000, split, seed=(seed, 10**9 + 2 + i))
+        for i, split in enumerate(SPLITS)
+    }
+    try:
+        snapped, _ = snap_weights(model, checks, rtol=SNAP_RTOL)
+    except ValueError:
+        return {"snapped": False}
+    errors = paper_errors(test, random_model).evaluate(snapped)
+    return {"snapped": True, **{f"snapped_{k}": v for k, v in errors.items()}}
 
 
 def fmt(value):
@@ -269,6 +343,31 @@ def main(argv=None):
                     + ("*" if any(r["diverged"] for r in runs) else "")
                     + (f" ({fmt(paper[index])})" if paper else "")
                 )
+            print(f"| {SYMBOLS[operation]} | " + " | ".join(cells) + " |")
+    snapped = [m for m in args.models if m in SNAPPED]
+    if snapped:
+        print(
+            "\nAfter keras_nalu.snap_weights (verified within "
+            f"{SNAP_RTOL:g} on fresh check sets of both splits), the median "
+            "extrapolation error on the paper's scale, the trained model's "
+            "where it refused, and how many seeds it verified:\n"
+        )
+        print("| op | " + " | ".join(MODELS[m][0] for m in snapped) + " |")
+        print("|---" * (len(snapped) + 1) + "|")
+        for operation in args.operations:
+            cells = []
+            for model in snapped:
+                runs = [
+                    r
+                    for r in results
+                    if r["operation"] == operation and r["model"] == model
+                ]
+                best = [
+                    r.get("snapped_extrapolation_error", r["extrapolation"])
+                    for r in runs
+                ]
+                count = sum(r["snapped"] for r in runs)
+                cells.append(f"{fmt(np.median(best))} ({count}/{len(runs)} snapped)")
             print(f"| {SYMBOLS[operation]} | " + " | ".join(cells) + " |")
     if any(r["diverged"] for r in results):
         print(

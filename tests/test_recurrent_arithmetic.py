@@ -116,10 +116,11 @@ def test_our_products_run_only_when_named():
 def test_nau_nmu_learns_an_exact_square_that_snaps(tmp_path):
     # The NAUCell's two running sums (centered gradient) under an NMU whose
     # penalty ramps in over the run: a^2 exact at length 1,000 once snapped
-    # (2,000 steps here, the example's 5,000 on the docs page).
+    # (1,000 steps here, the example's 5,000 on the docs page).
     result = subprocess.run(
         [sys.executable, str(EXAMPLE), "--operations", "square", "--models",
-         "nau-nmu", "--seeds", "1", "--steps", "2000", "--eval-size", "100",
+         "nau-nmu", "--seeds", "1", "--steps", "1000", "--checkpoint-every",
+         "500", "--eval-size", "100",
          "--json", str(tmp_path / "r.json"),
          "--checkpoint-dir", str(tmp_path / "state")],
         capture_output=True, text=True,

@@ -235,6 +235,7 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
         ),
     )
 
+    evaluation = paper_errors(test, random_model)
     start = time.perf_counter()
     # The trained model's init follows the random model's in the seeded stream.
     result = fit(
@@ -252,7 +253,7 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
             **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
         },
         callbacks=[
-            paper_errors(test, random_model),
+            evaluation,
             *tensorboard(args, operation, model, seed),
         ],
     )
@@ -262,15 +263,16 @@ def run(model, operation, seed, args, strategy, checkpoint_dir):
     curves = {split: result.history[f"{split}_error"] for split in SPLITS}
     errors = {split: curve[-1] for split, curve in curves.items()}
     if model in SNAPPED:
-        errors.update(snapped_errors(result.model, task, test, random_model, seed))
+        errors.update(snapped_errors(result.model, task, evaluation, seed))
     return errors, curves, seconds, result
 
 
-def snapped_errors(model, task, test, random_model, seed):
-    """`{"snapped_<split>": error}` on the paper's scale of `model` after
-    `snap_weights` (verified within `SNAP_RTOL` on a fresh check set of each
-    split, drawn apart from `test`), or `{"snapped": False}` with the trained
-    errors left as they are when it refuses."""
+def snapped_errors(model, task, evaluation, seed):
+    """`{"snapped_<split>_error": error}` of `model` after `snap_weights`
+    (verified within `SNAP_RTOL` on a fresh check set of each split, drawn
+    apart from the test sets), by `evaluation` (the run's `paper_errors`), or
+    `{"snapped": False}` with the trained errors left as they are when it
+    refuses."""
     checks = {
         split: task.sample(1000, split, seed=(seed, 10**9 + 2 + i))
         for i, split in enumerate(SPLITS)
@@ -279,8 +281,13 @@ def snapped_errors(model, task, test, random_model, seed):
         snapped, _ = snap_weights(model, checks, rtol=SNAP_RTOL)
     except ValueError:
         return {"snapped": False}
-    errors = paper_errors(test, random_model).evaluate(snapped)
+    errors = evaluation.evaluate(snapped)
     return {"snapped": True, **{f"snapped_{k}": v for k, v in errors.items()}}
+
+
+def _runs(results, operation, model):
+    """The runs of `results` of one operation and model (a table's cell)."""
+    return [r for r in results if r["operation"] == operation and r["model"] == model]
 
 
 def fmt(value):
@@ -331,11 +338,7 @@ def main(argv=None):
         for operation in args.operations:
             cells = []
             for model in args.models:
-                runs = [
-                    r
-                    for r in results
-                    if r["operation"] == operation and r["model"] == model
-                ]
+                runs = _runs(results, operation, model)
                 ours = np.median([r[split] for r in runs])
                 paper = PAPER_TABLE_1_RECURRENT.get(model, {}).get(operation)
                 cells.append(
@@ -357,11 +360,7 @@ def main(argv=None):
         for operation in args.operations:
             cells = []
             for model in snapped:
-                runs = [
-                    r
-                    for r in results
-                    if r["operation"] == operation and r["model"] == model
-                ]
+                runs = _runs(results, operation, model)
                 best = [
                     r.get("snapped_extrapolation_error", r["extrapolation"])
                     for r in runs
@@ -399,11 +398,7 @@ def plot(results, args):
         for row, split in enumerate(SPLITS):
             ax = axes[row][column]
             for model in args.models:
-                runs = [
-                    r
-                    for r in results
-                    if r["operation"] == operation and r["model"] == model
-                ]
+                runs = _runs(results, operation, model)
                 length = min(len(r["curves"][split]) for r in runs)
                 curve = np.median([r["curves"][split][:length] for r in runs], axis=0)
                 curve = np.where(np.isfinite(curve), curve, np.nan)

@@ -57,6 +57,11 @@ def experiment_models():
         ((steps_model, model),) = number_translation.build_models(kind, 8, [0])
         models[f"number words {kind} (per token)"] = (steps_model, ids)
         models[f"number words {kind}"] = (model, ids)
+    for kind in ("nac", "nalu"):
+        ((_, model),) = number_translation.build_models(
+            kind, 8, [0], readout="recurrent"
+        )
+        models[f"number words {kind} recurrent readout"] = (model, ids)
     program = np.zeros((2, 5, 1 + len(TOKENS)), "float32")
     program[:, :, 0] = [[1, 2, 3, 4, 5], [10, 20, 30, 40, 50]]
     program[:, np.arange(5), 1] = 1.0

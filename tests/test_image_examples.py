@@ -248,10 +248,11 @@ def test_default_outputs_are_named_after_the_task_and_dataset():
     assert args.png == Path("p.png")
 
 
-def test_parity_example_rejects_bad_arguments(tmp_path):
-    result = run("mnist_parity.py", "--variants", "relu(W)x", cwd=tmp_path)
-    assert result.returncode == 2
-    assert "--variants: invalid choice: 'relu(W)x'" in result.stderr
+def test_parity_example_rejects_bad_arguments(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        mnist_parity.parse_args(["--variants", "relu(W)x"])
+    assert exit_info.value.code == 2
+    assert "--variants: invalid choice: 'relu(W)x'" in capsys.readouterr().err
     result = run(
         "mnist_parity.py", "--dataset", "digits", "--canvas-size", "12", cwd=tmp_path
     )

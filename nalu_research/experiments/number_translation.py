@@ -7,6 +7,10 @@ model embeds the tokens, encodes them with one LSTM and reads a number out of
 each step's LSTM output: the summed-states LSTM of Appendix D (a linear
 readout of the sum of the states so far), a NAC or a NALU. The loss is on the
 last token's prediction; the readout at earlier tokens is Figure 3's view.
+Two other readings of the text: `--readout recurrent` makes the NAC or NALU a
+recurrent cell with its previous prediction as one more input (as Madsen &
+Johansen's stable-nalu builds the task), and `--targets prefix` puts the loss
+on every token's prediction against the value of the words read so far.
 
 Model selection as in Appendix D: layer size {16, 32} x learning rate {0.01,
 0.001}, Adam on the whole training set, several seeds each. A configuration is
@@ -45,7 +49,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu import NAC, NALU, export_saved_model  # noqa: E402
+from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model  # noqa: E402
 from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
@@ -77,24 +81,63 @@ from nalu_research.tasks.number_words import (  # noqa: E402
 
 MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
 
+# How the NAC or NALU reads the LSTM (`--readout`): on each step's output
+# alone, or as a recurrent cell whose previous prediction is one more input
+# (Madsen & Johansen's stable-nalu reading of the task).
+READOUTS = {
+    "step": {"nac": NAC, "nalu": NALU},
+    "recurrent": {
+        "nac": lambda units: keras.layers.RNN(NACCell(units), return_sequences=True),
+        "nalu": lambda units: keras.layers.RNN(NALUCell(units), return_sequences=True),
+    },
+}
+# What the loss reads (`--targets`): the last token's prediction against the
+# number, or every token's against the value of the words read so far.
+TARGETS = ("last", "prefix")
 
-def build_branch(ids, kind, size, embedding_size=None):
+
+def build_branch(ids, kind, size, embedding_size=None, readout="step"):
     """Per-token predictions `(batch, T)` of one model on token `ids`: an
-    embedding of `embedding_size` (default `size`), an LSTM of `size`."""
+    embedding of `embedding_size` (default `size`), an LSTM of `size`, and
+    the `readout` (`READOUTS`) of a NAC or NALU (the LSTM's is always the
+    linear readout of its summed states)."""
     # No mask: padding follows the last token, which the loss reads, and
     # SummedStates masks it out itself.
     x = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)(ids)
     h = keras.layers.LSTM(size, return_sequences=True)(x)
     if kind == "lstm":
-        readout = keras.layers.Dense(1)(SummedStates()([h, ids]))
-    elif kind == "nac":
-        readout = NAC(1)(h)
+        prediction = keras.layers.Dense(1)(SummedStates()([h, ids]))
     else:
-        readout = NALU(1)(h)
-    return keras.layers.Reshape((-1,))(readout)
+        prediction = READOUTS[readout][kind](1)(h)
+    return keras.layers.Reshape((-1,))(prediction)
 
 
-def build_models(kind, size, seeds, embedding_size=None):
+def per_token_loss(kind):
+    """The loss of `--targets prefix`: `kind` ("mae" or "mse") between each
+    token's prediction and target, averaged over a phrase's tokens (its
+    targets are NaN after its last word, `NumberWords.prefix_targets`)."""
+
+    def loss(y_true, y_pred):
+        ops = keras.ops
+        valid = ops.logical_not(ops.isnan(y_true))
+        error = ops.where(valid, y_pred - ops.where(valid, y_true, 0.0), 0.0)
+        error = ops.abs(error) if kind == "mae" else ops.square(error)
+        return ops.sum(error, axis=-1) / ops.sum(ops.cast(valid, error.dtype), axis=-1)
+
+    loss.__name__ = f"per_token_{kind}"
+    return loss
+
+
+def last_token(prediction, ids):
+    """The last word's prediction of each phrase, from per-token ones
+    `(batch, T)` (numpy; padding ids are 0); `(batch,)` ones pass through."""
+    if prediction.ndim == 1:
+        return prediction
+    last = np.maximum(np.count_nonzero(ids, axis=1) - 1, 0)
+    return prediction[np.arange(len(prediction)), last]
+
+
+def build_models(kind, size, seeds, embedding_size=None, readout="step"):
     """One model per seed, each initialized as if built alone after
     `keras.utils.set_random_seed(seed)`: `[(steps_model, model), ...]`, token
     ids -> per-token predictions and -> the last token's (the one trained)."""
@@ -102,7 +145,7 @@ def build_models(kind, size, seeds, embedding_size=None):
     models = []
     for seed in seeds:
         keras.utils.set_random_seed(seed)
-        steps = build_branch(ids, kind, size, embedding_size)
+        steps = build_branch(ids, kind, size, embedding_size, readout)
         models.append(
             (
                 keras.Model(ids, steps, name=f"{kind}_steps_{seed}"),
@@ -116,14 +159,23 @@ def build_models(kind, size, seeds, embedding_size=None):
     return models
 
 
-def build_side_by_side(kind, size, seeds, embedding_size=None):
+def build_side_by_side(
+    kind, size, seeds, embedding_size=None, readout="step", targets="last"
+):
     """`(model, models)`: the model that trains the seeds' models side by side
-    (token ids -> each seed's last-token prediction, a list of them, or one
-    prediction for one seed) and `build_models(kind, size, seeds,
-    embedding_size)`."""
-    models = build_models(kind, size, seeds, embedding_size)
+    (token ids -> each seed's predictions, a list of them, or one for one
+    seed: the last token's `(batch,)` with `targets="last"`, every token's
+    `(batch, T)` with `"prefix"`) and `build_models(kind, size, seeds,
+    embedding_size, readout)`."""
+    models = build_models(kind, size, seeds, embedding_size, readout)
     ids = models[0][1].inputs[0]
-    outputs = [model.outputs[0] for _, model in models]
+    if targets == "prefix":  # named as the last token's, for the logs
+        outputs = [
+            keras.layers.Identity(name=f"seed_{seed}")(steps.outputs[0])
+            for seed, (steps, _) in zip(seeds, models, strict=True)
+        ]
+    else:
+        outputs = [model.outputs[0] for _, model in models]
     return keras.Model(ids, outputs[0] if len(seeds) == 1 else outputs), models
 
 
@@ -154,6 +206,7 @@ def seed_errors(seeds, data):
             outputs = [outputs] if len(seeds) == 1 else outputs
             for seed, output in zip(seeds, outputs, strict=True):
                 prediction = keras.ops.convert_to_numpy(output).astype(np.float64)
+                prediction = last_token(prediction, ids)
                 values[metric(split, seed)] = float(np.mean(np.abs(prediction - y)))
         return values
 
@@ -216,10 +269,22 @@ class KeepBest(keras.callbacks.Callback):
 
 
 def train_config(
-    kind, size, learning_rate, seeds, data, args, strategy=None, checkpoint_dir=None
+    kind,
+    size,
+    learning_rate,
+    seeds,
+    data,
+    args,
+    strategy=None,
+    checkpoint_dir=None,
+    train_targets=None,
 ):
     """Trains one model per seed; returns `[(errors, seed, steps_model,
     model), ...]`.
+
+    The loss reads the last token's prediction against `data["train"]`'s
+    numbers, or with `args.targets == "prefix"` every token's against
+    `train_targets` (`NumberWords.prefix_targets`, `per_token_loss`).
 
     The seeds' models train side by side in one Keras model whose loss is the
     sum of theirs: no weight is shared, so each gets exactly the gradients and
@@ -242,13 +307,17 @@ def train_config(
 
     def build():
         model, built["models"] = build_side_by_side(
-            kind, size, seeds, args.embedding_size
+            kind, size, seeds, args.embedding_size, args.readout, args.targets
         )
         keep.watch([model for _, model in built["models"]])
         return model
 
     x, y = data["train"]
+    prefix = args.targets == "prefix"
+    if prefix:
+        y = train_targets
     targets = y if alone else (y,) * len(seeds)
+    loss = per_token_loss(args.loss) if prefix else args.loss
 
     def batches(epoch):  # the whole training set at every step
         dataset = tf.data.Dataset.from_tensors((x, targets))
@@ -264,7 +333,7 @@ def train_config(
     result = fit(
         build,
         batches,
-        loss=args.loss if alone else [args.loss] * len(seeds),
+        loss=loss if alone else [loss] * len(seeds),
         optimizer_fn=lambda: keras.optimizers.Adam(learning_rate),
         epochs=max(1, args.steps // args.eval_every),
         strategy=strategy,
@@ -334,6 +403,22 @@ def parse_args(argv=None):
     )
     parser.add_argument("--loss", default="mae", choices=["mae", "mse"])
     parser.add_argument(
+        "--readout",
+        default="step",
+        choices=list(READOUTS),
+        help="how the NAC or NALU reads the LSTM: 'step', on each step's "
+        "output; 'recurrent', as a recurrent cell with its previous "
+        "prediction as one more input (stable-nalu's reading)",
+    )
+    parser.add_argument(
+        "--targets",
+        default="last",
+        choices=TARGETS,
+        help="what the loss reads: 'last', the last token's prediction against "
+        "the number; 'prefix', every token's against the value of the words "
+        "read so far (Figure 3's trace)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="a smoke run: 1 seed, size 16, lr 0.01, 40 steps",
@@ -381,6 +466,7 @@ def main(argv=None):
     for split in ("train", "validation", "test"):
         _, ids, y = task.split(split)
         data[split] = (ids, y)
+    train_targets = task.prefix_targets("train")
     seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
     print(
         f"Number words 0-999, split seed {args.seed}: "
@@ -393,7 +479,13 @@ def main(argv=None):
         )
         + ", "
         + f"seeds {seeds}; {args.steps} full-batch Adam steps per run, "
-        f"{args.loss.upper()} loss on the last token, validation every "
+        f"{args.loss.upper()} loss on "
+        + (
+            "every token's running value"
+            if args.targets == "prefix"
+            else "the last token"
+        )
+        + f", {args.readout} readout, validation every "
         f"{args.eval_every} steps (best kept).\n",
         flush=True,
     )
@@ -423,6 +515,7 @@ def main(argv=None):
                     args,
                     strategy,
                     checkpoints(key, size, f"{rate:g}"),
+                    train_targets,
                 )
                 seconds_each = (time.perf_counter() - t0) / len(seeds)
                 for errors, seed, _, _ in runs:

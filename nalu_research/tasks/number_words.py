@@ -97,14 +97,7 @@ def words_to_number(text):
             "Received an invalid value for `text`, expected number words made "
             f"of {VOCABULARY}. Received: text={text!r}"
         )
-    total = 0
-    for token in tokens:
-        if token == "hundred":
-            total *= 100
-        elif token in TENS:
-            total += 10 * (TENS.index(token) + 2)
-        elif token != "and":
-            total += ONES.index(token)
+    total = _running(tokens)[-1]
     if number_to_words(total) != " ".join(tokens):
         raise ValueError(
             "Received an invalid value for `text`, expected a well-formed "
@@ -112,6 +105,32 @@ def words_to_number(text):
             f"Received: text={text!r}"
         )
     return total
+
+
+def running_values(text):
+    """The value of the words read so far, after each word of `text`.
+
+    "and" keeps the value; "hundred" multiplies it by 100. The per-token
+    targets of the prefix reading of Figure 3 (`NumberWords.prefix_targets`).
+
+    >>> running_values("three hundred and thirty four")
+    [3, 300, 300, 330, 334]
+    """
+    words_to_number(text)  # checks it
+    return _running(text.split())
+
+
+def _running(tokens):
+    values, total = [], 0
+    for token in tokens:
+        if token == "hundred":
+            total *= 100
+        elif token in TENS:
+            total += 10 * (TENS.index(token) + 2)
+        elif token != "and":
+            total += ONES.index(token)
+        values.append(total)
+    return values
 
 
 def split_numbers(seed=0):
@@ -210,3 +229,19 @@ class NumberWords:
         numbers = self.numbers[name]
         texts = [number_to_words(n) for n in numbers]
         return texts, encode(texts, self.max_length), numbers.astype(np.float32)
+
+    def prefix_targets(self, name):
+        """Per-token targets of split `name`, float32 `(n, max_length)`: the
+        value of the words read so far (`running_values`), NaN after the
+        last word.
+
+        >>> task = NumberWords(seed=0)
+        >>> task.split("train")[0][-1], task.prefix_targets("train")[-1].tolist()
+        ('nine hundred and ninety seven', [9.0, 900.0, 900.0, 990.0, 997.0])
+        """
+        texts, _, _ = self.split(name)
+        targets = np.full((len(texts), self.max_length), np.nan, np.float32)
+        for row, text in enumerate(texts):
+            values = running_values(text)
+            targets[row, : len(values)] = values
+        return targets

@@ -67,6 +67,10 @@ def test_demo_prints_a_progress_line_per_row(reference):
     assert lines[-1].endswith(", done")
 
 
+# Slow (a whole demo, about 16 s; `make test` must stay under 10 minutes):
+# the TensorBoard writer is tested end to end through the counting, number
+# words and program evaluation examples; run it with `pytest -m slow`.
+@pytest.mark.slow
 @pytest.mark.research  # TensorBoard is in the research extra
 def test_demo_logs_every_run_to_tensorboard(tmp_path):
     command = run_demo(tmp_path, "logged", "--tensorboard", str(tmp_path / "tb"))

@@ -121,6 +121,11 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
     assert not np.allclose(served["length_1"], served["length_1000"])
 
 
+# Slow (about 12 s; `make test` must stay under 10 minutes): the sum head's
+# one output is tested in tests/test_mnist.py and an example under the
+# multi-worker custom loop in tests/test_mystery.py; run it with
+# `pytest -m slow`.
+@pytest.mark.slow
 def test_counting_example_sum_task_has_one_output(tmp_path):
     # A multi-worker strategy without TF_CONFIG: one worker, the custom loop.
     result = run(

@@ -128,15 +128,6 @@ def per_token_loss(kind):
     return loss
 
 
-def last_token(prediction, ids):
-    """The last word's prediction of each phrase, from per-token ones
-    `(batch, T)` (numpy; padding ids are 0); `(batch,)` ones pass through."""
-    if prediction.ndim == 1:
-        return prediction
-    last = np.maximum(np.count_nonzero(ids, axis=1) - 1, 0)
-    return prediction[np.arange(len(prediction)), last]
-
-
 def build_models(kind, size, seeds, embedding_size=None, readout="step"):
     """One model per seed, each initialized as if built alone after
     `keras.utils.set_random_seed(seed)`: `[(steps_model, model), ...]`, token
@@ -205,8 +196,9 @@ def seed_errors(seeds, data):
             outputs = model(ids, training=False)
             outputs = [outputs] if len(seeds) == 1 else outputs
             for seed, output in zip(seeds, outputs, strict=True):
+                if len(output.shape) == 2:  # every token's (`--targets prefix`)
+                    output = LastToken()([output, ids])
                 prediction = keras.ops.convert_to_numpy(output).astype(np.float64)
-                prediction = last_token(prediction, ids)
                 values[metric(split, seed)] = float(np.mean(np.abs(prediction - y)))
         return values
 

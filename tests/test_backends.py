@@ -17,6 +17,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("tensorflow", "jax", "torch")
+# Float32 kernels of different backends round differently: relative to the
+# output's scale, 2e-8 to 3e-6 between backends (measured 2026-11-24), except
+# for the iNALU, whose second hidden unit cancels to 0.006 on one input: the
+# next layer's log|h| turns the rounding of its O(1) terms, about 1e-7, into
+# 1.2e-5 (saved on torch, loaded on tensorflow, on one machine; under 1e-5 on
+# another). A load that loses or changes a weight is off by far more.
+TOLERANCE = {"inalu": 1e-4}
 
 
 def start_worker(backend, *args):
@@ -72,7 +79,7 @@ def test_a_model_saved_on_any_backend_loads_on_this_one_with_equal_outputs(
     for source, models in report.items():
         assert len(models) == 8, models
         for name, result in models.items():
-            # Float32 kernels of different backends round differently.
-            assert result["difference"] <= 1e-5, (source, target, name, result)
+            tolerance = TOLERANCE.get(name, 1e-5)
+            assert result["difference"] <= tolerance, (source, target, name, result)
             # With its optimizer, too (measured on Keras 3.15: every pair).
             assert result["loads_compiled"], (source, target, name)

@@ -8,13 +8,15 @@ math they share; `snap_weights` rounds a trained model's arithmetic weights to
 exact values and verifies the result; `formulas` writes what a model computes
 as algebra; `export_saved_model` writes a verified
 TensorFlow SavedModel;
-`keras_nalu.training.fit` trains resumably on any `tf.distribute` strategy.
+`keras_nalu.training.fit` trains resumably on any `tf.distribute` strategy;
+`keras_nalu.losses.NormalizedMeanSquaredError` weighs outputs of different
+scales alike.
 
 The experiments of the paper live in a separate package, `nalu_research`,
 which this library never imports.
 """
 
-from keras_nalu import initializers, ops, regularizers
+from keras_nalu import initializers, losses, ops, regularizers
 from keras_nalu.export import export_saved_model
 from keras_nalu.formulas import expressions, formulas
 from keras_nalu.layers import (
@@ -52,6 +54,7 @@ __all__ = [
     "expressions",
     "formulas",
     "initializers",
+    "losses",
     "ops",
     "regularizers",
     "snap_weights",

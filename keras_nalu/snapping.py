@@ -41,8 +41,10 @@ weight of the layer reading it, -1 say, must become 0. When the rounded
 model does not fit `data` exactly, each weight rounded to a nonzero value
 is tried at 0, and each rounded to 0 from `AMBIGUOUS` or farther at the
 value on its side, in order of how far the weight was rounded (at most
-`MAX_CHOICES` tries); a change is kept if it lowers the summed relative
-error over `data`. The result is an exact model one step from the rounded
+`MAX_CHOICES` weights); a change is kept if it lowers the summed relative
+error over `data`, and the weights are passed over again while a pass kept
+a change (at most `MAX_PASSES` passes: removing a term can pay only once
+another term has gone). The result is an exact model one step from the rounded
 one per weight, chosen by the data: a weaker claim than rounding alone, so
 pass held-out data, not the test set you report on.
 """
@@ -73,14 +75,16 @@ NOISE = 1e-6
 # retried at the value on their side (nonzero ones are all retried at 0).
 AMBIGUOUS = 0.25
 MAX_CHOICES = 256
+# ... and passes over them at most this many times.
+MAX_PASSES = 3
 
 
 def snap_weights(model, data, *, rtol=1e-5, search=False):
     """Returns a copy of `model` with exact arithmetic weights, verified.
 
-    The copy (`keras.models.clone_model` with the trained weights) has each
-    unit's effective weights rounded to the exact values listed in
-    `keras_nalu.snapping`. It is returned only if on every data set its
+    The copy (rebuilt from `model.get_config()`, uncompiled, with the
+    trained weights) has each unit's effective weights rounded to the exact
+    values listed in `keras_nalu.snapping`. It is returned only if on every data set its
     relative error `mean |y_hat - y| / mean |y|` is at most `rtol` and no
     worse than the original model's (beyond float32 rounding, `NOISE`);
     `model` itself is never changed.
@@ -137,7 +141,11 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
             f"one (x, y) pair. Received: data of type {type(data).__name__}"
             + (" (empty)" if isinstance(data, dict) else "")
         )
-    snapped = keras.models.clone_model(model)
+    # Rebuilt from its configuration, uncompiled: `clone_model` would also
+    # compile the copy from `model`'s compile configuration, which fails for a
+    # loss Keras cannot deserialize (a plain function), and the copy is never
+    # trained.
+    snapped = type(model).from_config(model.get_config())
     snapped.set_weights(model.get_weights())
     choices = []
     _walk(
@@ -352,22 +360,30 @@ def _add_choices(choices, w, low, high, entry):
 def _decide(model, choices, data):
     """Tries the `choices`, the weights rounded farthest first, while the
     model does not fit `data` exactly; keeps each change that lowers the
-    summed relative error."""
+    summed relative error. Passes over them again while a pass kept a change
+    (at most `MAX_PASSES`): a change can pay only once another is made."""
 
     def error():
         return sum(_error(model, x, y) for x, y in data.values())
 
     best = error()
     choices = sorted(choices, key=lambda choice: -choice[0])[:MAX_CHOICES]
-    for _, entry, index, rounded, other in choices:
-        if best <= NOISE * len(data):
+    values = [rounded for _, _, _, rounded, _ in choices]
+    for _ in range(MAX_PASSES):
+        changed = False
+        for k, (_, entry, index, rounded, other) in enumerate(choices):
+            if best <= NOISE * len(data):
+                return
+            current = values[k]
+            alternative = other if current == rounded else rounded
+            entry.set(index, alternative)
+            tried = error()
+            if tried < best:
+                best, values[k], changed = tried, alternative, True
+            else:
+                entry.set(index, current)
+        if not changed:
             return
-        entry.set(index, other)
-        tried = error()
-        if tried < best:
-            best = tried
-        else:
-            entry.set(index, rounded)
 
 
 def _nac_weight(w_hat, m_hat):

@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keras_nalu.losses import NormalizedMeanSquaredError
+from nalu_research.experiments.mystery_arithmetic import build_model, loss_of
 from nalu_research.tasks.mystery import MysteryArithmetic
 from tests.processes import tensorboard_scalars
 
@@ -117,7 +119,7 @@ def test_example_smoke_run(tmp_path, strategy):
     ] * 4
     assert " - test_mse_mul " in lines[0] and lines[0].endswith(" left")
     for i, name in enumerate(names, start=1):
-        assert f"model {i}/4 ({name}) - train MSE " in result.stdout
+        assert f"model {i}/4 ({name}) - train loss " in result.stdout
     # TensorBoard: a run per model, the loss and the test errors.
     tags = {"loss", "test_mse", *(f"test_mse_{op}" for op in operations)}
     assert tensorboard_scalars(tmp_path / "tb") == {
@@ -126,22 +128,46 @@ def test_example_smoke_run(tmp_path, strategy):
 
 
 @pytest.mark.research  # plots with matplotlib
-def test_nau_nmu_trains_snaps_and_prints_its_formulas(tmp_path):
+@pytest.mark.parametrize(
+    "name, options",
+    [("NAU-NMU", []), ("NAU-NMRU", ["--division"])],
+)
+def test_our_models_train_snap_and_print_their_formulas(tmp_path, name, options):
     result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--models", "NAU-NMU", "--epochs", "2",
+        [sys.executable, str(EXAMPLE), "--models", name, *options, "--epochs", "2",
          "--train-size", "64", "--test-size", "64",
          "--json", str(tmp_path / "m.json")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "| NAU-NMU |" in result.stdout and "NAU-NMU no" in result.stdout
+    assert f"| {name} |" in result.stdout and f"{name} no" in result.stdout
     # 4 steps learn nothing exact: snapped (or refused, if snapping made it
     # worse), no output is solved.
-    assert "NAU-NMU snapped to exact weights: " in result.stdout
+    assert f"{name} snapped to exact weights: " in result.stdout
     data = json.loads((tmp_path / "m.json").read_text())
-    assert set(data["models"]) == {"NAU-NMU"}
-    found = data["snapped"]["NAU-NMU"]
+    assert set(data["models"]) == {name}
+    found = data["snapped"][name]
     assert found["solved"] == [] and len(found["formulas"]) in (0, 10)
+    if options:  # seed 0's task with division has two quotients
+        assert "y2 = x17/x81" in result.stdout
+        assert "from U[-10, -1] u U[1, 10], test on 64 from U[-50, -1] u U[1, 50]" in (
+            result.stdout
+        )
+        assert "div" in data["models"][name]["test_mse_by_operation"]
+        assert data["arguments"]["loss"] is None  # the model's default
+
+
+def test_the_nau_nmru_trains_on_the_normalized_mse_unless_told_otherwise():
+    y = np.array([[1.0, 10.0], [3.0, 30.0]], "float32")
+    loss = loss_of("NAU-NMRU", None, y)
+    assert isinstance(loss, NormalizedMeanSquaredError)
+    assert loss.variance == [1.0, 100.0]
+    assert loss_of("NAU-NMRU", "mse", y) == "mse"
+    assert loss_of("NAU-NMU", None, y) == "mse"
+    assert loss_of("NAC", "normalized", y).variance == [1.0, 100.0]
+    model = build_model("NAU-NMRU", 100, steps=10)
+    assert [type(layer).__name__ for layer in model.layers[1:3]] == ["NAU", "NMRU"]
+    assert model.layers[1].units == 20 and model.layers[2].units == 20
 
 
 def test_success_threshold_matches_the_analytic_value():

@@ -37,6 +37,7 @@ PUBLIC_API = {
     "formulas": "keras_nalu.formulas",
     "initializers": "keras_nalu.initializers",
     "ops": "keras_nalu.ops",
+    "losses": "keras_nalu.losses",
     "regularizers": "keras_nalu.regularizers",
     "snap_weights": "keras_nalu.snapping",
 }

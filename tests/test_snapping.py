@@ -244,6 +244,33 @@ def test_search_drops_a_constant_unit_the_rounding_would_keep():
         snap_weights(model, data, rtol=1e-3)  # rounding alone: x0*x1 - 1
 
 
+def test_search_passes_again_when_a_change_pays_only_after_another(monkeypatch):
+    # The task with division's miss: x0 + 0.9*x1 - x2 for x0, with x1 about
+    # 0.1 and x2 about 1. Rounded, x0 + x1 - x2 is off by about 0.9. The
+    # farthest-rounded weight, x1's, goes first: 0 for it leaves -x2, off by
+    # 1, undone. Then 0 for x2's: off by 0.1, kept. Only a second pass drops x1.
+    rng = np.random.default_rng(1)
+    x = np.stack(
+        [
+            rng.uniform(1, 2, 256),
+            rng.uniform(0.05, 0.15, 256),
+            rng.uniform(0.9, 1.1, 256),
+        ],
+        axis=1,
+    )
+    data = {"held-out": (x, x[:, :1])}
+    model = model_of(NAU(1), inputs=3)
+    model.layers[0].kernel.assign(np.array([[1.0], [0.9], [-1.0]], "float32"))
+    snapped, report = snap_weights(model, data, rtol=1e-3, search=True)
+    np.testing.assert_array_equal(
+        numpy(snapped.layers[0].effective_kernel), [[1], [0], [0]]
+    )
+    assert report["held-out"]["after"] < 1e-6
+    monkeypatch.setattr("keras_nalu.snapping.MAX_PASSES", 1)
+    with pytest.raises(ValueError, match="does not fit"):
+        snap_weights(model, data, rtol=1e-3, search=True)  # one pass: x0 + x1
+
+
 def test_search_must_be_a_boolean():
     with pytest.raises(ValueError, match="search"):
         snap_weights(model_of(NAU(1)), sets(np.add), search="yes")
@@ -257,6 +284,17 @@ def test_snapping_never_makes_a_model_worse():
     x = SMALL.astype(np.float64)
     with pytest.raises(ValueError, match="does not fit"):
         snap_weights(model, {"half": (x, 0.51 * x.sum(1, keepdims=True))}, rtol=10.0)
+
+
+def test_a_model_compiled_with_a_plain_function_as_its_loss_snaps():
+    # The copy is not compiled: a loss Keras cannot deserialize does not matter.
+    model = model_of(NAU(2), NMU(1))
+    model.layers[0].kernel.assign(near(np.array([[1.0, 0.0], [0.0, 1.0]]), (2, 2)))
+    model.layers[1].kernel.assign(near(np.ones((2, 1)), (2, 1)))
+    model.compile("adam", loss=lambda y, y_hat: keras.ops.mean((y - y_hat) ** 2))
+    snapped, report = snap_weights(model, sets(np.multiply))
+    assert report["large"]["after"] < 1e-6 and not snapped.compiled
+    assert isinstance(snapped, keras.Sequential)
 
 
 def test_a_snapped_model_saves_and_reloads(tmp_path):

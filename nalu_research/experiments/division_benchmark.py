@@ -72,6 +72,7 @@ from nalu_research.monitoring import (  # noqa: E402
 )
 from nalu_research.seed_batched import StaticBenchmark  # noqa: E402
 from nalu_research.tasks import wilson_bars, wilson_interval  # noqa: E402
+from nalu_research.tasks.static_arithmetic import describe_range  # noqa: E402
 
 # Their nine (interpolation, extrapolation) ranges, in their order.
 RANGES = (
@@ -182,13 +183,6 @@ def layer_options(args):
     return {"realnpu": {"gated": args.gated is not False}}
 
 
-def describe(value):
-    """`U[lo, hi]`, or a union of them."""
-    if np.ndim(value) == 1:
-        return f"U[{value[0]:g}, {value[1]:g}]"
-    return " u ".join(describe(part) for part in value)
-
-
 def run_range(index, args):
     """Trains the seeds of range `index`; returns its runs' summaries and the
     snapped model of its first solved run (or None)."""
@@ -207,7 +201,7 @@ def run_range(index, args):
         extrapolation_range=extrapolation,
         **TASK,
     )
-    label = f"{describe(interpolation)} -> {describe(extrapolation)}"
+    label = f"{describe_range(interpolation)} -> {describe_range(extrapolation)}"
     print(f"range {index}: {label}, {args.seeds} seeds", flush=True)
     log = tensorboard(args, f"range{index}")
     run = bench.run(
@@ -245,7 +239,8 @@ def tables(results, args):
         snapped = sum(r["formula"] is not None for r in runs)
         interpolation, extrapolation = RANGES[index]
         lines.append(
-            f"| {index} | {describe(interpolation)} | {describe(extrapolation)} "
+            f"| {index} | {describe_range(interpolation)} "
+            f"| {describe_range(extrapolation)} "
             f"| {wins}/{len(runs)} [{low:.2f}, {high:.2f}] | {median} "
             f"| {snapped}/{len(runs)} |"
         )
@@ -275,7 +270,7 @@ def plot(results, args):
     ax.axhline(PUBLISHED, color="k", linestyle="--", linewidth=1,
                label=f"NMRU, Mistry et al., all ranges ({PUBLISHED:.1%})")  # fmt: skip
     ax.set_xticks(range(len(rates)))
-    ax.set_xticklabels([describe(RANGES[i][0]) for i in args.ranges], fontsize=7)
+    ax.set_xticklabels([describe_range(RANGES[i][0]) for i in args.ranges], fontsize=7)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate")
     ax.set_title(f"a/b, one {name}, 10 inputs: {args.seeds} seeds per range, "

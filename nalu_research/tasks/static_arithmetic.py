@@ -225,6 +225,13 @@ def check_range(name, value, union=False):
     return tuple(intervals)
 
 
+def describe_range(value_range):
+    """`U[lo, hi]`, or a union of them: `U[-10, -1] u U[1, 10]`."""
+    if np.ndim(value_range) == 1:
+        return f"U[{value_range[0]:g}, {value_range[1]:g}]"
+    return " u ".join(describe_range(part) for part in value_range)
+
+
 def draw_uniform(rng, value_range, size):
     """Uniform samples over `(low, high)` or a union of such intervals.
 

@@ -56,6 +56,14 @@ class NormalizedMeanSquaredError(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         y_pred = ops.convert_to_tensor(y_pred)
+        outputs = y_pred.shape[-1] if len(y_pred.shape) else None
+        if len(self.variance) > 1 and outputs is not None:
+            if outputs != len(self.variance):
+                raise ValueError(
+                    "Received an invalid value for `variance`, expected one "
+                    f"variance per output ({outputs}, the last axis of "
+                    f"`y_pred`). Received: variance={self.variance!r}"
+                )
         y_true = ops.cast(y_true, y_pred.dtype)
         variance = ops.cast(ops.convert_to_tensor(self.variance), y_pred.dtype)
         return ops.mean(ops.square(y_pred - y_true) / variance, axis=-1)

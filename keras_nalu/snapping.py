@@ -145,7 +145,9 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
     # compile the copy from `model`'s compile configuration, which fails for a
     # loss Keras cannot deserialize (a plain function), and the copy is never
     # trained.
-    snapped = type(model).from_config(model.get_config())
+    snapped = type(model).from_config(
+        model.get_config(), custom_objects=_layer_classes(model)
+    )
     snapped.set_weights(model.get_weights())
     choices = []
     _walk(
@@ -355,6 +357,19 @@ def _add_choices(choices, w, low, high, entry):
     for index in zip(*np.nonzero(retry), strict=True):
         distance = float(abs(w[index] - rounded[index]))
         choices.append((distance, entry, index, rounded[index], other[index]))
+
+
+def _layer_classes(model):
+    """`{name: class}` of every layer in `model`, nested ones too, under
+    its registered and its class name: `from_config` then finds the classes
+    Keras's registry does not know (as `clone_model` did)."""
+    classes = {}
+    for layer in getattr(model, "layers", ()):
+        cls = type(layer)
+        classes[cls.__name__] = cls
+        classes[keras.saving.get_registered_name(cls)] = cls
+        classes.update(_layer_classes(layer))
+    return classes
 
 
 def _decide(model, choices, data):

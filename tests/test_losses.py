@@ -54,3 +54,19 @@ def test_config_round_trips_and_a_compiled_model_reloads(tmp_path):
 def test_a_bad_variance_is_refused_by_name(variance):
     with pytest.raises(ValueError, match=r"`variance`, expected a finite number"):
         NormalizedMeanSquaredError(variance)
+
+
+def test_a_variance_per_output_must_match_the_outputs():
+    loss = NormalizedMeanSquaredError([1.0, 2.0, 3.0])
+    y = np.ones((4, 2), "float32")
+    with pytest.raises(
+        ValueError, match=r"`variance`, expected one variance per output \(2"
+    ):
+        loss(y, y)
+
+
+def test_float16_predictions_and_integer_targets():
+    loss = NormalizedMeanSquaredError([4.0, 1.0])
+    y_true = np.array([[1, 2]], "int32")
+    y_pred = np.array([[3.0, 2.0]], "float16")
+    assert float(loss(y_true, y_pred)) == pytest.approx(0.5)

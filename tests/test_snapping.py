@@ -297,6 +297,19 @@ def test_a_model_compiled_with_a_plain_function_as_its_loss_snaps():
     assert isinstance(snapped, keras.Sequential)
 
 
+class Halve(keras.layers.Layer):  # not registered with Keras
+    def call(self, x):
+        return x / 2
+
+
+def test_a_model_with_an_unregistered_layer_of_its_own_snaps():
+    model = model_of(NAU(1), Halve())
+    model.layers[0].kernel.assign(near(np.array([[1.0], [1.0]]), (2, 1)))
+    x = SMALL.astype(np.float64)
+    snapped, report = snap_weights(model, (x, x.sum(1, keepdims=True) / 2))
+    assert isinstance(snapped.layers[1], Halve) and report["data"]["after"] < 1e-6
+
+
 def test_a_snapped_model_saves_and_reloads(tmp_path):
     model = model_of(NAU(2), NMU(1))
     model.layers[0].kernel.assign(near(np.array([[1.0, 0.0], [0.0, 1.0]]), (2, 2)))

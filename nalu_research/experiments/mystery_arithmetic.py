@@ -95,8 +95,8 @@ MODELS = (*BLOG_MODELS, *PRODUCT_UNITS)
 # Adam's update clipped to a global norm of 1.
 NMU_UNITS = 20
 # The NAU's units beside them. With 10 (as many as the outputs), the NAU-NMRU
-# lost a sum now and then on the task with division (solved every output on 7
-# of 10 seeds; the docs have the runs); with 20 it keeps every one.
+# lost a sum in training on 2 of 10 seeds of the task with division; with 20,
+# on none of 10 (the docs have the runs).
 SUM_UNITS = {"NAU-NMU": 10, "NAU-NMRU": 20}
 NMU_INITIALIZER = {
     "class_name": "RandomUniform",
@@ -135,11 +135,15 @@ def build_model(name, input_size, steps):
     return keras.Model(x, NAU(10, **schedule)(features), name=name.lower())
 
 
+def loss_kind(name, kind):
+    """`kind` ("mse" or "normalized"), or model `name`'s default if `None`."""
+    return kind or DEFAULT_LOSS.get(name, "mse")
+
+
 def loss_of(name, kind, y_train):
     """The Keras loss `kind` ("mse", "normalized" or `None`: the model's
     default) of model `name`, normalized by the variances of `y_train`."""
-    kind = kind or DEFAULT_LOSS.get(name, "mse")
-    if kind == "normalized":
+    if loss_kind(name, kind) == "normalized":
         return NormalizedMeanSquaredError(y_train.var(axis=0))
     return "mse"
 
@@ -265,7 +269,7 @@ def main(argv=None):
             epochs=args.epochs,
             strategy=strategy,
             checkpoint_dir=checkpoints(name),
-            config={**config, "model": name},
+            config={**config, "model": name, "loss": loss_kind(name, args.loss)},
             callbacks=[test_errors(x_test, y_test, kinds), *tensorboard(args, name)],
         )
         seconds = time.perf_counter() - start

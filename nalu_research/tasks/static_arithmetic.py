@@ -226,7 +226,12 @@ def check_range(name, value, union=False):
 
 
 def describe_range(value_range):
-    """`U[lo, hi]`, or a union of them: `U[-10, -1] u U[1, 10]`."""
+    """`U[lo, hi]`, or a union of them: `U[-10, -1] u U[1, 10]`.
+
+    >>> describe_range(((-10, -1), (1, 10)))
+    'U[-10, -1] u U[1, 10]'
+    """
+    value_range = check_range("value_range", value_range, union=True)
     if np.ndim(value_range) == 1:
         return f"U[{value_range[0]:g}, {value_range[1]:g}]"
     return " u ".join(describe_range(part) for part in value_range)

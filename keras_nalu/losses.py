@@ -10,12 +10,11 @@ Example:
 0.505
 """
 
-import math
-import numbers
-
 import keras
 import numpy as np
 from keras import ops
+
+from keras_nalu import _validation
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
@@ -75,21 +74,13 @@ class NormalizedMeanSquaredError(keras.losses.Loss):
 def _variances(value):
     """`value` as a list of floats, or a `ValueError` naming it."""
     array = np.asarray(value, dtype=object)
-    items = array.ravel().tolist() if array.ndim <= 1 else None
-    if (
-        items is None
-        or not items
-        or not all(
-            isinstance(v, numbers.Real)
-            and not isinstance(v, bool)
-            and math.isfinite(v)
-            and v > 0
-            for v in items
-        )
-    ):
+    try:
+        if array.ndim > 1 or array.size == 0:
+            raise ValueError
+        return [_validation.positive_float("variance", v) for v in array.ravel()]
+    except ValueError:
         raise ValueError(
             "Received an invalid value for `variance`, expected a finite number "
             "greater than 0, or a 1-D sequence of them (one per output). "
             f"Received: variance={value!r}"
-        )
-    return [float(v) for v in items]
+        ) from None

@@ -159,7 +159,6 @@ TRAINING_ARGUMENTS = (
     "learning_rate",
     "backend",
     "division",
-    "loss",
 )
 
 
@@ -204,8 +203,9 @@ def parse_args(argv=None):
     parser.add_argument(
         "--division",
         action="store_true",
-        help="add / to the operations, on U[-10, -1] u U[1, 10] for training "
-        "and U[-50, -1] u U[1, 50] for testing",
+        help="add / to the operations, on "
+        f"{describe_range(DIVISION_TASK['train_range'])} for training and "
+        f"{describe_range(DIVISION_TASK['test_range'])} for testing",
     )
     parser.add_argument(
         "--loss",

@@ -90,10 +90,11 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
     `model` itself is never changed.
 
     Args:
-        model: A built `keras.Model` of one input and one output.
+        model: A built `keras.Model` of one output (one input or several).
         data: `{name: (x, y)}`, the sets to verify the snapped model on, e.g.
             `{"held-out": (x1, y1), "extrapolation": (x2, y2)}`, or one
-            `(x, y)` pair.
+            `(x, y)` pair; `x` as `model.predict` takes it (a list of
+            arrays for a model of several inputs).
         rtol: Positive float, the largest relative error allowed
             (keyword-only).
         search: Boolean, whether a model that does not fit `data` once

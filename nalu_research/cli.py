@@ -102,6 +102,49 @@ class _Schedule(argparse.Action):
         setattr(namespace, self.dest, [strength, int(start), int(end)])
 
 
+def add_learning_rate_drop_argument(parser):
+    """Adds `--learning-rate-drop STEP FACTOR`, checked at parse time and
+    stored as `[step, factor]` (an integer, a float); `learning_rate` reads
+    it."""
+    parser.add_argument(
+        "--learning-rate-drop",
+        nargs=2,
+        action=_LearningRateDrop,
+        metavar=("STEP", "FACTOR"),
+        help="multiply the learning rate by FACTOR after STEP steps (a Keras "
+        "PiecewiseConstantDecay; default: constant)",
+    )
+
+
+class _LearningRateDrop(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            step, factor = (float(v) for v in values)
+        except ValueError:
+            step = math.nan
+        if not (
+            math.isfinite(step) and step >= 0 and step == int(step)
+            and math.isfinite(factor) and factor > 0
+        ):  # fmt: skip
+            parser.error(
+                "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, "
+                f"got {' '.join(values)}"
+            )
+        setattr(namespace, self.dest, [int(step), factor])
+
+
+def learning_rate(rate, drop=None):
+    """Adam's learning rate: `rate`, or with `drop = [step, factor]` (from
+    `--learning-rate-drop`) a `PiecewiseConstantDecay` to `rate * factor`
+    after `step` steps."""
+    if drop is None:
+        return rate
+    step, factor = drop
+    return keras.optimizers.schedules.PiecewiseConstantDecay(
+        [int(step)], [rate, rate * factor]
+    )
+
+
 def steps_per_execution(steps):
     """`steps` for `model.compile`, or 1 on the torch backend, whose trainer
     runs one step per call."""

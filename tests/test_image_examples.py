@@ -57,12 +57,17 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
         "--task", "count", "--dataset", "digits", "--models", "nac", "lstm",
         "--steps", "20", "--batch-size", "4", "--eval-sequences", "6",
         "--lengths", "1", "10", "--export-dir", str(export_dir),
+        "--max-shift", "1", "--learning-rate-drop", "10", "0.1",
         "--json", str(tmp_path / "results.json"), "--strategy", "mirrored",
         "--checkpoint-every", "8", "--checkpoint-dir", str(tmp_path / "ckpt"),
         "--tensorboard", str(tmp_path / "tb"),
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    assert (
+        "encoder dropout on, images moved by up to 1 px, learning rate x0.1 "
+        "after step 10)" in result.stdout
+    )
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
     # Not a terminal: a line per epoch (8, 8 and 4 steps) naming its step, the
     # loss and the test metrics, then a line per model.
@@ -229,6 +234,17 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
     "experiment, argv, message",
     [
         (mnist_counting, ["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+        (
+            mnist_counting,
+            ["--learning-rate-drop", "5", "-1"],
+            "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, "
+            "got 5 -1",
+        ),
+        (
+            mnist_counting,
+            ["--max-shift", "-1"],
+            "--max-shift must be an integer >= 0, got -1",
+        ),
         (mnist_counting, ["--png", "{tmp}"], "--png: expected a file, got the folder"),
         (mnist_parity, ["--json", "{tmp}"], "--json: expected a file, got the folder"),
     ],

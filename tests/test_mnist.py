@@ -131,6 +131,60 @@ def test_training_batches_are_fresh_reproducible_sequences(digits_test):
     assert not np.array_equal(batches[1][0], x)
 
 
+def test_shifted_images_are_the_images_moved_with_a_zero_border():
+    images = np.arange(2 * 3 * 4 * 4, dtype="float32").reshape(2, 3, 4, 4, 1) + 1
+    moved = mnist.shift_images(images, 1, seed=0)
+    assert moved.shape == images.shape and moved.dtype == images.dtype
+    flat, flat_moved = images.reshape(6, 4, 4), moved.reshape(6, 4, 4)
+    offsets = set()
+    for image, result in zip(flat, flat_moved, strict=True):
+        # Find the offset: the moved image is the original's window, zero outside.
+        matches = [
+            (dy, dx)
+            for dy in (-1, 0, 1)
+            for dx in (-1, 0, 1)
+            if np.array_equal(
+                result,
+                np.pad(image, 1)[1 + dy : 5 + dy, 1 + dx : 5 + dx],
+            )
+        ]
+        assert len(matches) == 1
+        offsets.add(matches[0])
+    assert len(offsets) > 1  # each image draws its own offset
+    np.testing.assert_array_equal(mnist.shift_images(images, 1, seed=0), moved)
+    assert mnist.shift_images(images, 0) is images
+
+
+@pytest.mark.parametrize(
+    "max_shift, message",
+    [
+        (-1, "max_shift.*integers >= 0"),
+        (1.5, "max_shift"),
+        (4, "less than .* side \\(4\\), got 4"),
+    ],
+)
+def test_invalid_shift_raises(max_shift, message):
+    images = np.zeros((2, 4, 4, 1), "float32")
+    with pytest.raises(ValueError, match=message):
+        mnist.shift_images(images, max_shift)
+    with pytest.raises(ValueError, match=message):
+        mnist.DigitSequenceBatches(images, [0, 1], "sum", 2, 3, 1, max_shift=max_shift)
+
+
+def test_shifted_batches_keep_their_sequences_and_targets(digits_test):
+    images, labels = digits_test
+    plain = mnist.DigitSequenceBatches(images, labels, "sum", 4, 10, steps=2, seed=1)
+    shifted = mnist.DigitSequenceBatches(
+        images, labels, "sum", 4, 10, steps=2, seed=1, max_shift=1
+    )
+    (x, y), (x_shifted, y_shifted) = plain[0], shifted[0]
+    np.testing.assert_array_equal(y_shifted, y)
+    assert x_shifted.shape == x.shape and not np.array_equal(x_shifted, x)
+    # Only moved: each image keeps its pixels but those pushed off the edge.
+    assert np.all(x_shifted.sum(axis=(2, 3, 4)) <= x.sum(axis=(2, 3, 4)) + 1e-4)
+    np.testing.assert_array_equal(shifted[0][0], x_shifted)  # reproducible
+
+
 @pytest.mark.parametrize("task", ["count", "sum"])
 def test_sequence_model_takes_lengths_1_and_1000(task, digits_test):
     images, labels = digits_test

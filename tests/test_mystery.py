@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 from keras_nalu.losses import NormalizedMeanSquaredError
-from nalu_research.experiments.mystery_arithmetic import build_model, loss_of
+from nalu_research.experiments.mystery_arithmetic import (
+    build_model,
+    loss_of,
+    parse_args,
+)
 from nalu_research.tasks.mystery import MysteryArithmetic
 from tests.processes import tensorboard_scalars
 
@@ -168,6 +172,23 @@ def test_the_nau_nmru_trains_on_the_normalized_mse_unless_told_otherwise():
     model = build_model("NAU-NMRU", 100, steps=10)
     assert [type(layer).__name__ for layer in model.layers[1:3]] == ["NAU", "NMRU"]
     assert model.layers[1].units == 20 and model.layers[2].units == 20
+
+
+@pytest.mark.research  # parse_args checks that matplotlib can draw the plot
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--models", "NAU-NMRU", "--train-size", "1"],
+        ["--models", "NAC", "--loss", "normalized", "--train-size", "1"],
+    ],
+)
+def test_the_normalized_loss_needs_two_training_examples(argv, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert "--train-size must be at least 2 with the normalized loss" in (
+        capsys.readouterr().err
+    )
+    parse_args(["--models", "NAC", "--train-size", "1"])  # the MSE needs one
 
 
 def test_success_threshold_matches_the_analytic_value():

@@ -642,14 +642,17 @@ def test_benchmark_layer_options_are_checked_at_parse_time(option, message, caps
 
 @pytest.mark.research
 def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
+    from nalu_research.cli import learning_rate
     from nalu_research.experiments import arithmetic_benchmark
 
     args = arithmetic_benchmark.parse_args(
         ["--learning-rate", "0.01", "--learning-rate-drop", "100", "0.1"]
     )
-    rate = arithmetic_benchmark.learning_rate(args)
+    assert args.learning_rate_drop == [100, 0.1]
+    rate = learning_rate(args.learning_rate, args.learning_rate_drop)
     assert [float(rate(s)) for s in (100, 101)] == pytest.approx([0.01, 0.001])
-    for bad in (["-1", "0.1"], ["1.5", "0.1"], ["100", "0"]):
+    assert learning_rate(0.01) == 0.01
+    for bad in (["-1", "0.1"], ["1.5", "0.1"], ["100", "0"], ["x", "0.1"]):
         with pytest.raises(SystemExit):
             arithmetic_benchmark.parse_args(["--learning-rate-drop", *bad])
         assert "--learning-rate-drop expects" in capsys.readouterr().err

@@ -341,3 +341,23 @@ def test_a_configured_nalu_cannot_be_snapped():
     model = keras.Model([values, control], configured([values, control]))
     with pytest.raises(ValueError, match="'configured', a ConfiguredNALU.*controller"):
         snap_weights(model, {"x": ([SMALL, SMALL[:, :1].repeat(3, 1)], SMALL[:, :1])})
+
+
+def test_a_model_of_two_inputs_snaps():
+    # `x1 - x0` from one input, plus `x2` from a second: data given as
+    # `model.predict` takes them, a list of arrays.
+    first, second = keras.Input((2,)), keras.Input((1,))
+    left, right = NAU(1), NAU(1)
+    model = keras.Model(
+        [first, second], keras.layers.Add()([left(first), right(second)])
+    )
+    left.kernel.assign(np.array([[-0.98], [0.97]], "float32"))
+    right.kernel.assign(np.array([[1.02]], "float32"))
+    x = RNG.uniform(-5, 5, (64, 3)).astype("float32")
+    y = x[:, 1:2] - x[:, :1] + x[:, 2:]
+    snapped, report = snap_weights(model, {"signed": ([x[:, :2], x[:, 2:]], y)})
+    assert report["signed"]["before"] > 1e-3
+    assert report["signed"]["after"] < 1e-6
+    np.testing.assert_array_equal(
+        numpy(snapped.layers[2].effective_kernel), [[-1], [1]]
+    )

@@ -38,16 +38,17 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu.distribute import gather_json, worker_index  # noqa: E402
 from keras_nalu.training import Progress  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     add_backend_argument,
+    add_learning_rate_drop_argument,
     add_schedule_argument,
     add_training_arguments,
     create_strategy,
+    learning_rate,
 )
 from nalu_research.monitoring import (  # noqa: E402
     png_path,
@@ -107,14 +108,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--learning-rate", type=float, default=1e-3, help="Adam's (default 1e-3)"
     )
-    parser.add_argument(
-        "--learning-rate-drop",
-        nargs=2,
-        type=float,
-        metavar=("STEP", "FACTOR"),
-        help="multiply the learning rate by FACTOR after STEP steps (a Keras "
-        "PiecewiseConstantDecay; default: constant)",
-    )
+    add_learning_rate_drop_argument(parser)
     parser.add_argument(
         "--layer-option",
         nargs=3,
@@ -176,11 +170,6 @@ def parse_args(argv=None):
         parser.error("--nmu-center must be in [0.25, 0.75]")
     if not args.learning_rate > 0:
         parser.error("--learning-rate must be a positive number")
-    drop = args.learning_rate_drop
-    if drop is not None and not (
-        drop[0] >= 0 and drop[0] == int(drop[0]) and drop[1] > 0
-    ):
-        parser.error("--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0")
     for name in ("clipnorm", "adam_epsilon"):
         if getattr(args, name) is not None and not getattr(args, name) > 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive number")
@@ -193,16 +182,6 @@ def parse_args(argv=None):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     return args
-
-
-def learning_rate(args):
-    """Adam's learning rate: `--learning-rate`, dropped by `--learning-rate-drop`."""
-    if args.learning_rate_drop is None:
-        return args.learning_rate
-    step, factor = args.learning_rate_drop
-    return keras.optimizers.schedules.PiecewiseConstantDecay(
-        [int(step)], [args.learning_rate, args.learning_rate * factor]
-    )
 
 
 def layer_options(triples, parser):
@@ -486,7 +465,7 @@ def main(argv=None):
             model,
             args.operations,
             seeds,
-            learning_rate=learning_rate(args),
+            learning_rate=learning_rate(args.learning_rate, args.learning_rate_drop),
             eval_size=args.eval_size,
             regularization=args.regularization or "default",
             nmu_center=args.nmu_center,

@@ -53,10 +53,12 @@ from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
+    add_learning_rate_drop_argument,
     add_training_arguments,
     can_export,
     create_strategy,
     epoch_steps,
+    learning_rate,
     mean_over_steps,
     positive_float,
     positive_int,
@@ -108,11 +110,19 @@ def parse_args(argv=None):
         help="Adam's learning rate for every model (default: each model's "
         f"own, {LEARNING_RATE:g}, or {mnist.LEARNING_RATES})",
     )
+    add_learning_rate_drop_argument(parser)
     parser.add_argument(
         "--no-dropout",
         dest="dropout",
         action="store_false",
         help="leave out the encoder's two dropout layers",
+    )
+    parser.add_argument(
+        "--max-shift",
+        type=int,
+        default=0,
+        help="move each training image by up to this many pixels in each "
+        "direction, a fresh draw per batch (default 0: no augmentation)",
     )
     parser.add_argument(
         "--lengths", type=positive_int, nargs="+", default=list(LENGTHS)
@@ -134,6 +144,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.seed < 0:
         parser.error(f"--seed must be an integer >= 0, got {args.seed}")
+    if args.max_shift < 0:
+        parser.error(f"--max-shift must be an integer >= 0, got {args.max_shift}")
     if args.json is None:
         args.json = Path(f"results/mnist_{args.task}_{args.dataset}.json")
     args.png = png_path(args)
@@ -181,18 +193,21 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
             steps,
             seed=args.seed,
             start=start,
+            max_shift=args.max_shift,
         ),
     )
 
-    learning_rate = learning_rate_of(kind, args)
+    rate = learning_rate_of(kind, args)
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
-    config["learning_rate"] = learning_rate
+    config["learning_rate"] = rate
     keras.utils.set_random_seed(args.seed)
     result = fit(
         build,
         batches,
         loss="mse",
-        optimizer_fn=lambda: keras.optimizers.Adam(learning_rate),
+        optimizer_fn=lambda: keras.optimizers.Adam(
+            learning_rate(rate, args.learning_rate_drop)
+        ),
         epochs=epochs,
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
@@ -396,7 +411,14 @@ def main(argv=None):
             for kind in args.models
         )
         + f"; seed {args.seed}, encoder dropout "
-        f"{'on' if args.dropout else 'off'}); tested on "
+        f"{'on' if args.dropout else 'off'}"
+        + (f", images moved by up to {args.max_shift} px" if args.max_shift else "")
+        + (
+            ", learning rate x{1:g} after step {0}".format(*args.learning_rate_drop)
+            if args.learning_rate_drop
+            else ""
+        )
+        + "); tested on "
         f"{len(test_labels)} single test images and {args.eval_sequences} test "
         "sequences per longer length.\n",
         flush=True,

@@ -227,6 +227,13 @@ def parse_args(argv=None):
     for name in ("epochs", "batch_size", "train_size", "test_size"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    if args.train_size < 2 and any(
+        loss_kind(model, args.loss) == "normalized" for model in args.models
+    ):
+        parser.error(
+            f"--train-size must be at least 2 with the normalized loss (it "
+            f"divides by the training targets' variances), got {args.train_size}"
+        )
     args.png = png_path(args)
     return args
 

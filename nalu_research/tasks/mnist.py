@@ -242,18 +242,63 @@ def predicted_classes(task, predictions):
     return np.where(finite, classes, -1).astype(np.int64)
 
 
+def _check_shift(max_shift, shape):
+    """`max_shift` checked against images of `shape` `(..., h, w, c)`."""
+    max_shift = _checks.non_negative_int("max_shift", max_shift)
+    if max_shift >= min(shape[-3:-1]):
+        raise ValueError(
+            "Received an invalid value for `max_shift`, expected less than the "
+            f"images' side ({min(shape[-3:-1])}), got {max_shift}"
+        )
+    return max_shift
+
+
+def shift_images(images, max_shift, seed=None):
+    """Each image moved by its own random offset of at most `max_shift` pixels.
+
+    `images` `(..., h, w, c)`: every image is moved by `dy, dx`, each drawn
+    uniformly from `-max_shift..max_shift` (from `seed`), and the pixels
+    moved in are 0 (the background). `max_shift=0` returns `images`.
+    """
+    max_shift = _check_shift(max_shift, images.shape)
+    if max_shift == 0:
+        return images
+    shape = images.shape
+    height, width = shape[-3:-1]
+    flat = np.reshape(images, (-1,) + tuple(shape[-3:]))
+    s = max_shift
+    padded = np.pad(flat, ((0, 0), (s, s), (s, s), (0, 0)))
+    rng = np.random.default_rng(seed)
+    dy, dx = rng.integers(0, 2 * s + 1, (2, len(flat)))
+    rows = (dy[:, None] + np.arange(height))[:, :, None]
+    cols = (dx[:, None] + np.arange(width))[:, None, :]
+    moved = padded[np.arange(len(flat))[:, None, None], rows, cols]
+    return moved.reshape(shape)
+
+
 class DigitSequenceBatches(keras.utils.PyDataset):
     """`steps` fresh training batches of digit sequences, for `model.fit`.
 
     Batch `i` holds `batch_size` sequences of `length` images drawn from the
     seed `(seed, start + i)`: images of shape `(batch_size, length, h, w, 1)`
     and the targets of `task` (`"count"`: `(batch_size, 10)`, `"sum"`:
-    `(batch_size, 1)`). Training in chunks (`start=0`, then `start=steps`,
-    ...) sees the batches of one long run.
+    `(batch_size, 1)`). With `max_shift` > 0 every image is moved by up to
+    that many pixels (`shift_images`, from the same seed): an augmentation
+    of a small training set. Training in chunks (`start=0`, then
+    `start=steps`, ...) sees the batches of one long run.
     """
 
     def __init__(
-        self, images, labels, task, batch_size, length, steps, seed=0, start=0
+        self,
+        images,
+        labels,
+        task,
+        batch_size,
+        length,
+        steps,
+        seed=0,
+        start=0,
+        max_shift=0,
     ):
         super().__init__()
         self.images, self.labels = images, np.asarray(labels)
@@ -263,6 +308,7 @@ class DigitSequenceBatches(keras.utils.PyDataset):
         self.steps = _checks.positive_int("steps", steps)
         self.seed = seed
         self.start = _checks.non_negative_int("start", start)
+        self.max_shift = _check_shift(max_shift, np.shape(images))
 
     def __len__(self):
         return self.steps
@@ -274,7 +320,10 @@ class DigitSequenceBatches(keras.utils.PyDataset):
             self.length,
             seed=(self.seed, self.start + i),
         )
-        return self.images[index], sequence_targets(self.task, self.labels[index])
+        images = shift_images(
+            self.images[index], self.max_shift, seed=(self.seed, self.start + i, 1)
+        )
+        return images, sequence_targets(self.task, self.labels[index])
 
 
 def place_digits(images, labels, n, canvas_size, max_digits=5, seed=None):

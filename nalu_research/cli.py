@@ -111,8 +111,8 @@ def add_learning_rate_drop_argument(parser):
         nargs=2,
         action=_LearningRateDrop,
         metavar=("STEP", "FACTOR"),
-        help="multiply the learning rate by FACTOR after STEP steps (a Keras "
-        "PiecewiseConstantDecay; default: constant)",
+        help="multiply the learning rate by FACTOR once the optimizer's step "
+        "count exceeds STEP (a Keras PiecewiseConstantDecay; default: constant)",
     )
 
 

@@ -167,6 +167,26 @@ def test_counting_example_sum_task_has_one_output(tmp_path):
     assert not (tmp_path / "saved_models").exists()  # no NAC, nothing exported
 
 
+def test_counting_batches_are_shifted_as_asked():
+    images, labels = mnist.load_digit_images("digits", "test")
+    argv = ["--task", "sum", "--steps", "5", "--checkpoint-every", "2", "--seed", "3"]
+    batches = {
+        shift: mnist_counting.training_batches(
+            mnist_counting.parse_args([*argv, "--max-shift", str(shift)]),
+            images,
+            labels,
+        )
+        for shift in (0, 1)
+    }
+    (epochs, plain), (_, shifted) = batches[0], batches[1]
+    assert epochs == 3 and [len(plain(e)) for e in range(3)] == [2, 2, 1]
+    assert shifted(1).max_shift == 1 and shifted(1).start == 2
+    x, y = plain(1)[0]
+    x_shifted, y_shifted = shifted(1)[0]
+    np.testing.assert_array_equal(y_shifted, y)
+    np.testing.assert_array_equal(x_shifted, mnist.shift_images(x, 1, seed=(3, 2, 1)))
+
+
 def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path):
     start = time.perf_counter()
     result = run(
@@ -182,6 +202,15 @@ def test_counting_example_rejects_bad_arguments(tmp_path):
     result = run("mnist_counting.py", "--steps", "0", cwd=tmp_path)
     assert result.returncode == 2
     assert "--steps: expected a positive integer, got '0'" in result.stderr
+    # Checked against the images once they are loaded, before any training.
+    result = run(
+        "mnist_counting.py", "--dataset", "digits", "--max-shift", "8", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert (
+        "--max-shift must be less than the images' side (8 pixels in "
+        "scikit-learn digits), got 8" in result.stderr
+    )
 
 
 def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):

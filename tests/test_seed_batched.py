@@ -649,6 +649,7 @@ def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
         ["--learning-rate", "0.01", "--learning-rate-drop", "100", "0.1"]
     )
     assert args.learning_rate_drop == [100, 0.1]
+    assert type(args.learning_rate_drop[0]) is int  # recorded as a step count
     rate = learning_rate(args.learning_rate, args.learning_rate_drop)
     assert [float(rate(s)) for s in (100, 101)] == pytest.approx([0.01, 0.001])
     assert learning_rate(0.01) == 0.01

@@ -182,20 +182,7 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
         )
         return model
 
-    epochs, batches = stream_epochs(
-        args,
-        lambda steps, start: mnist.DigitSequenceBatches(
-            train_images,
-            train_labels,
-            args.task,
-            args.batch_size,
-            args.train_length,
-            steps,
-            seed=args.seed,
-            start=start,
-            max_shift=args.max_shift,
-        ),
-    )
+    epochs, batches = training_batches(args, train_images, train_labels)
 
     rate = learning_rate_of(kind, args)
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
@@ -218,6 +205,26 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
         ],
     )
     return result, parts["encoder"], parts["head"]
+
+
+def training_batches(args, images, labels):
+    """`(epochs, data_fn)` for `training.fit`: the `--steps` fresh batches of
+    `args` (`DigitSequenceBatches` of `images`, `labels`, moved by up to
+    `--max-shift` pixels), in epochs of `--checkpoint-every` steps."""
+    return stream_epochs(
+        args,
+        lambda steps, start: mnist.DigitSequenceBatches(
+            images,
+            labels,
+            args.task,
+            args.batch_size,
+            args.train_length,
+            steps,
+            seed=args.seed,
+            start=start,
+            max_shift=args.max_shift,
+        ),
+    )
 
 
 def learning_rate_of(kind, args):
@@ -400,6 +407,14 @@ def main(argv=None):
         )
     except (FileNotFoundError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    side = min(train_images.shape[1:3])
+    if args.max_shift >= side:
+        print(
+            f"error: --max-shift must be less than the images' side ({side} "
+            f"pixels in {dataset_name}), got {args.max_shift}",
+            file=sys.stderr,
+        )
         return 2
     print(
         f"{dataset_name}: {len(train_labels)} training and {len(test_labels)} test "

@@ -256,7 +256,9 @@ def _check_shift(max_shift, shape):
 def shift_images(images, max_shift, seed=None):
     """Each image moved by its own random offset of at most `max_shift` pixels.
 
-    `images` `(..., h, w, c)`: every image is moved by `dy, dx`, each drawn
+    `images` `(..., h, w, c)`, the last axis the channels (a batch of
+    single-channel images without it is read wrongly): every image is moved
+    by `dy, dx`, each drawn
     uniformly from `-max_shift..max_shift` (from `seed`), and the pixels
     moved in are 0 (the background). `max_shift=0` returns `images`.
     """

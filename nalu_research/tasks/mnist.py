@@ -258,14 +258,14 @@ def shift_images(images, max_shift, seed=None):
 
     `images` `(..., h, w, c)`, the last axis the channels (a batch of
     single-channel images without it is read wrongly): every image is moved
-    by `dy, dx`, each drawn
-    uniformly from `-max_shift..max_shift` (from `seed`), and the pixels
-    moved in are 0 (the background). `max_shift=0` returns `images`.
+    by `dy, dx`, each drawn uniformly from `-max_shift..max_shift` (from
+    `seed`), and the pixels moved in are 0 (the background). `max_shift=0`
+    returns `images`.
     """
-    max_shift = _check_shift(max_shift, images.shape)
+    shape = images.shape
+    max_shift = _check_shift(max_shift, shape)
     if max_shift == 0:
         return images
-    shape = images.shape
     height, width = shape[-3:-1]
     flat = np.reshape(images, (-1,) + tuple(shape[-3:]))
     s = max_shift

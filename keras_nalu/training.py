@@ -31,6 +31,11 @@ callbacks' states nor the `config` to check a resume against.
 
 A non-finite loss stops the run at once (as `keras.callbacks.TerminateOnNaN`
 does) and `FitResult.divergence` says at which epoch and step.
+
+An optimizer with `use_ema=True` works as in one `model.fit` call of all the
+epochs: the model trains on its own weights throughout (the callbacks and the
+checkpoints see those, and the moving averages are among the optimizer's
+variables in the checkpoint), and the model `fit` returns holds the averages.
 """
 
 import dataclasses
@@ -209,6 +214,39 @@ class StopOnDivergence(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class _MovingAverages(keras.callbacks.Callback):
+    """Keeps an `use_ema` optimizer's model training on its own weights.
+
+    Keras's `model.fit` ends by writing the optimizer's moving averages into
+    the model. `fit` calls it once per epoch, so each epoch would restart
+    from the averages (and on JAX the next call would donate one buffer
+    twice, the averages' and the weights'). This keeps the weights at each
+    epoch's end and `restore` puts them back; `finish` writes the averages
+    in once the run is over.
+    """
+
+    def __init__(self, model, optimizer):
+        super().__init__()
+        self._variables = list(model.trainable_variables)
+        self._optimizer = optimizer
+        self._weights = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._weights = [keras.ops.convert_to_numpy(v) for v in self._variables]
+
+    def restore(self):
+        if self._weights is not None:
+            for variable, value in zip(self._variables, self._weights, strict=True):
+                variable.assign(value)
+        self._weights = None
+
+    def finish(self):
+        self._optimizer.finalize_variable_values(self._variables)
+        # Copies: on JAX the weights must not share the averages' buffers.
+        for variable in self._variables:
+            variable.assign(keras.ops.convert_to_numpy(variable))
+
+
 def fit(
     model_fn,
     data_fn,
@@ -235,7 +273,9 @@ def fit(
         loss: A Keras loss (name, `keras.losses.Loss` or function), or a list
             of them, one per output.
         optimizer_fn: A function of no arguments returning a new
-            `keras.optimizers.Optimizer`.
+            `keras.optimizers.Optimizer`. With `use_ema=True` the returned
+            model holds the moving averages of its weights, as after one
+            `model.fit` call of all the epochs.
         epochs: Positive integer, the number of epochs.
         strategy: A `tf.distribute.Strategy`, `"default"`, `"mirrored"`,
             `"multi-worker"`, or `None` (the current strategy).
@@ -329,13 +369,14 @@ def fit(
     if saved is not None:
         start, history, divergence = saved
     guard = StopOnDivergence()
+    averages = _MovingAverages(model, optimizer) if optimizer.use_ema else None
     # After the callbacks, so that they print what those add to the logs.
     shown = [_RunBar(epochs)] if verbose == 1 else []
     shown += [Progress(epochs, done=start)] if verbose else []
     epoch = start
     while epoch < epochs and divergence is None:
         data = data_fn(epoch)
-        run_callbacks = [*callbacks, *shown, guard]
+        run_callbacks = [*callbacks, *shown, guard, *([averages] if averages else [])]
         if custom:
             logs = trainer.fit(
                 data,
@@ -353,12 +394,16 @@ def fit(
                 shuffle=False,
                 verbose=int(verbose == 1),
             ).history
+        if averages is not None:
+            averages.restore()
         for name, values in logs.items():
             history.setdefault(name, []).extend(float(v) for v in values)
         divergence = guard.message
         epoch += 1
         if checkpoint is not None and distribute.is_chief(strategy):
             checkpoint.save(epoch, history, divergence, callbacks)
+    if averages is not None:
+        averages.finish()
     return FitResult(model, history, epoch, start, divergence)
 
 

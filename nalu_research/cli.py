@@ -145,6 +145,32 @@ def learning_rate(rate, drop=None):
     )
 
 
+def add_ema_argument(parser):
+    """Adds `--ema MOMENTUM`: Adam keeps a moving average of the weights
+    (Keras's `use_ema`), which the trained model ends with; `adam_options`
+    reads it."""
+    parser.add_argument(
+        "--ema",
+        type=_momentum,
+        metavar="MOMENTUM",
+        help="end with the moving average of the weights over training, each "
+        "step weighing 1 - MOMENTUM (Keras's use_ema; e.g. 0.999; default: "
+        "the last weights)",
+    )
+
+
+def _momentum(text):
+    value = positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
+def adam_options(momentum):
+    """`keras.optimizers.Adam` keyword arguments for `--ema` (None: none)."""
+    return {} if momentum is None else {"use_ema": True, "ema_momentum": momentum}
+
+
 def steps_per_execution(steps):
     """`steps` for `model.compile`, or 1 on the torch backend, whose trainer
     runs one step per call."""

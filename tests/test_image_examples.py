@@ -187,6 +187,24 @@ def test_counting_batches_are_shifted_as_asked():
     np.testing.assert_array_equal(x_shifted, mnist.shift_images(x, 1, seed=(3, 2, 1)))
 
 
+def test_counting_ema_ends_with_the_moving_averages(tmp_path):
+    images, labels = mnist.load_digit_images("digits", "test")
+    data = (images[:40], labels[:40])
+    argv = ["--task", "sum", "--dataset", "digits", "--models", "nau", "--steps",
+            "4", "--batch-size", "2", "--checkpoint-every", "2", "--lengths", "1",
+            "--eval-sequences", "2", "--json", str(tmp_path / "r.json")]  # fmt: skip
+    runs = {}
+    for ema in (None, "0.5"):
+        args = mnist_counting.parse_args(argv + (["--ema", ema] if ema else []))
+        runs[ema], _, _ = mnist_counting.train("nau", args, data, data, None, None)
+    assert runs["0.5"].model.optimizer.ema_momentum == 0.5
+    assert not runs[None].model.optimizer.use_ema
+    # The same steps, then the averages instead of the last weights.
+    first = [w for w in runs[None].model.weights if w.trainable][0]
+    averaged = [w for w in runs["0.5"].model.weights if w.trainable][0]
+    assert not np.allclose(first.numpy(), averaged.numpy())
+
+
 def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path):
     start = time.perf_counter()
     result = run(
@@ -268,6 +286,11 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
             ["--learning-rate-drop", "5", "-1"],
             "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, "
             "got 5 -1",
+        ),
+        (
+            mnist_counting,
+            ["--ema", "1"],
+            "--ema: expected a number in (0, 1), got '1'",
         ),
         (
             mnist_counting,

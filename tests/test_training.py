@@ -94,16 +94,20 @@ UNSEEDED_DROPOUT = pytest.param(
 )
 
 
+def adam_ema():
+    return keras.optimizers.Adam(0.01, use_ema=True, ema_momentum=0.9)
+
+
 def train(
     loop, checkpoint_dir=None, callbacks=(), config=None, data_fn=Batches,
-    model_fn=nau_nmu, verbose=0,
+    model_fn=nau_nmu, verbose=0, optimizer_fn=adam,
 ):  # fmt: skip
     keras.utils.set_random_seed(3)
     return fit(
         model_fn,
         data_fn,
         loss="mse",
-        optimizer_fn=adam,
+        optimizer_fn=optimizer_fn,
         epochs=EPOCHS,
         loop=loop,
         checkpoint_dir=checkpoint_dir,
@@ -141,6 +145,41 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(
     np.testing.assert_allclose(resumed.history["loss"], whole.history["loss"])
     assert resumed.history["probe"] == [0.0, 10.0, 20.0, 30.0]
     assert resumed.divergence is None
+
+
+@pytest.mark.parametrize("loop", LOOP_PARAMS)
+def test_moving_averages_end_the_run_as_one_model_fit_call(loop):
+    # Keras's model.fit writes the averages into the model when it ends; fit
+    # calls it once per epoch, and must still train on the raw weights
+    # throughout (it restarted from the averages each epoch, and crashed on
+    # JAX at the second epoch).
+    keras.utils.set_random_seed(3)
+    model = nau_nmu()
+    model.compile(optimizer=adam_ema(), loss="mse")
+    model.fit(Batches(0), epochs=EPOCHS, shuffle=False, verbose=0)
+    ours = train(loop, data_fn=lambda epoch: Batches(0), optimizer_fn=adam_ema)
+    for a, b in zip(weights(model), weights(ours.model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    raw = train(loop, data_fn=lambda epoch: Batches(0))
+    assert not np.allclose(weights(raw.model)[0], weights(ours.model)[0], atol=1e-3)
+    if loop == "fit":  # It trains on: no buffer shared with the averages.
+        ours.model.fit(Batches(0), epochs=1, verbose=0)
+
+
+@pytest.mark.parametrize("loop", LOOP_PARAMS)
+def test_an_interrupted_run_with_moving_averages_resumes_exactly(loop, tmp_path):
+    whole = train(loop, optimizer_fn=adam_ema)
+    with pytest.raises(KeyboardInterrupt):
+        train(loop, tmp_path, callbacks=[Interrupt(at=2)], optimizer_fn=adam_ema)
+    resumed = train(loop, tmp_path, optimizer_fn=adam_ema)
+    assert resumed.resumed_at == 2
+    for a, b in zip(weights(whole.model), weights(resumed.model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    # A finished run restored again ends with the same averages.
+    again = train(loop, tmp_path, optimizer_fn=adam_ema)
+    assert again.resumed_at == EPOCHS
+    for a, b in zip(weights(whole.model), weights(again.model), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("loop", LOOP_PARAMS)

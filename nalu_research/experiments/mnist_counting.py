@@ -52,7 +52,9 @@ from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    adam_options,
     add_backend_argument,
+    add_ema_argument,
     add_learning_rate_drop_argument,
     add_training_arguments,
     can_export,
@@ -111,6 +113,7 @@ def parse_args(argv=None):
         f"own, {LEARNING_RATE:g}, or {mnist.LEARNING_RATES})",
     )
     add_learning_rate_drop_argument(parser)
+    add_ema_argument(parser)
     parser.add_argument(
         "--no-dropout",
         dest="dropout",
@@ -193,7 +196,7 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
         batches,
         loss="mse",
         optimizer_fn=lambda: keras.optimizers.Adam(
-            learning_rate(rate, args.learning_rate_drop)
+            learning_rate(rate, args.learning_rate_drop), **adam_options(args.ema)
         ),
         epochs=epochs,
         strategy=strategy,
@@ -433,6 +436,7 @@ def main(argv=None):
             if args.learning_rate_drop
             else ""
         )
+        + (f", weights averaged (EMA momentum {args.ema:g})" if args.ema else "")
         + "); tested on "
         f"{len(test_labels)} single test images and {args.eval_sequences} test "
         "sequences per longer length.\n",

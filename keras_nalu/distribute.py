@@ -462,7 +462,9 @@ class Trainer:
         loss of the epoch so far, `on_epoch_end`, `on_train_end`), with
         `callback.model` the trainer's model, and training stops at the end of
         a step in which a callback sets `model.stop_training = True` (as
-        `keras.callbacks.TerminateOnNaN` does).
+        `keras.callbacks.TerminateOnNaN` does). As `model.fit`, it ends by
+        writing an optimizer's moving averages (`use_ema`) into the model,
+        before `on_train_end`.
 
         Args:
             dataset: See `distribute`. One iterator runs through all the
@@ -513,6 +515,9 @@ class Trainer:
             callbacks.on_epoch_end(epoch, logs)
             if self.model.stop_training:
                 break
+        # As `model.fit`: an optimizer's moving averages (`use_ema`) go into
+        # the model before `on_train_end`.
+        self.optimizer.finalize_variable_values(self.model.trainable_variables)
         callbacks.on_train_end(logs)
         return self.model.history
 

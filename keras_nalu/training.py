@@ -33,9 +33,10 @@ A non-finite loss stops the run at once (as `keras.callbacks.TerminateOnNaN`
 does) and `FitResult.divergence` says at which epoch and step.
 
 An optimizer with `use_ema=True` works as in one `model.fit` call of all the
-epochs: the model trains on its own weights throughout (the callbacks and the
-checkpoints see those, and the moving averages are among the optimizer's
-variables in the checkpoint), and the model `fit` returns holds the averages.
+epochs: the model trains on its own weights throughout (the callbacks'
+`on_epoch_end` and the checkpoints see those, and the moving averages are
+among the optimizer's variables in the checkpoint), and the model `fit`
+returns holds the averages.
 """
 
 import dataclasses
@@ -290,7 +291,11 @@ def fit(
         config: A JSON-serializable description of the run. A checkpoint
             made with another `config` is not resumed: a warning says so and
             the run starts afresh and replaces it.
-        callbacks: Keras callbacks, called as `model.fit` calls them. A
+        callbacks: Keras callbacks, called as `model.fit` calls them (each
+            epoch is one `model.fit` call, so `on_train_begin` and
+            `on_train_end` come once per epoch; with `use_ema`,
+            `on_train_end` sees the moving averages and `on_epoch_end` the
+            weights being trained, as in `model.fit`). A
             callback whose state must survive a resume can define
             `get_checkpoint_state()` (returning `{name: numpy array}`, of
             numbers or booleans) and `set_checkpoint_state(state)`; values
@@ -369,7 +374,9 @@ def fit(
     if saved is not None:
         start, history, divergence = saved
     guard = StopOnDivergence()
-    averages = _MovingAverages(model, optimizer) if optimizer.use_ema else None
+    # A LossScaleOptimizer passes the averages of the one it wraps through.
+    ema = getattr(optimizer, "inner_optimizer", optimizer).use_ema
+    averages = _MovingAverages(model, optimizer) if ema else None
     # After the callbacks, so that they print what those add to the logs.
     shown = [_RunBar(epochs)] if verbose == 1 else []
     shown += [Progress(epochs, done=start)] if verbose else []

@@ -155,13 +155,17 @@ def add_ema_argument(parser):
         metavar="MOMENTUM",
         help="end with the moving average of the weights over training, each "
         "step weighing 1 - MOMENTUM (Keras's use_ema; e.g. 0.999; default: "
-        "the last weights)",
+        "the last weights); the test metrics after each epoch read the "
+        "averages too",
     )
 
 
 def _momentum(text):
-    value = positive_float(text)
-    if value >= 1:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
     return value
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import keras
 
+from keras_nalu.distribute import optimizer_of
 from keras_nalu.training import training_step
 
 INSTALL_RESEARCH = (
@@ -150,15 +151,31 @@ class Evaluation(keras.callbacks.Callback):
     `keras_nalu.training.fit` keeps what a callback adds to the logs in the
     run's history (a resumed run too), its progress lines print it, and a
     `TensorBoardScalars` after it in the callbacks writes it.
+
+    With `averages=True` (for an optimizer with `use_ema`) the model is
+    evaluated with the optimizer's moving averages of its weights, the
+    weights the run will end with, and then gets its own weights back.
     """
 
-    def __init__(self, evaluate):
+    def __init__(self, evaluate, averages=False):
         super().__init__()
         self.evaluate = evaluate
+        self.averages = averages
 
     def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
+        if logs is None:
+            return
+        if not self.averages:
             logs.update(self.evaluate(self.model))
+            return
+        variables = self.model.trainable_variables
+        weights = [keras.ops.convert_to_numpy(v) for v in variables]
+        optimizer_of(self.model).finalize_variable_values(variables)
+        try:
+            logs.update(self.evaluate(self.model))
+        finally:  # copies: on JAX no buffer may be shared with the averages
+            for variable, value in zip(variables, weights, strict=True):
+                variable.assign(value)
 
 
 class TensorBoardScalars(keras.callbacks.Callback):

@@ -147,23 +147,63 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_weights(
     assert resumed.divergence is None
 
 
+def loss_scaled_adam_ema():
+    return keras.optimizers.LossScaleOptimizer(adam_ema())
+
+
+class EpochWeights(keras.callbacks.Callback):
+    """The model's weights at the end of every epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seen.append(weights(self.model))
+
+
 @pytest.mark.parametrize("loop", LOOP_PARAMS)
-def test_moving_averages_end_the_run_as_one_model_fit_call(loop):
+@pytest.mark.parametrize("optimizer_fn", [adam_ema, loss_scaled_adam_ema])
+def test_moving_averages_end_the_run_as_one_model_fit_call(loop, optimizer_fn):
     # Keras's model.fit writes the averages into the model when it ends; fit
     # calls it once per epoch, and must still train on the raw weights
     # throughout (it restarted from the averages each epoch, and crashed on
     # JAX at the second epoch).
     keras.utils.set_random_seed(3)
     model = nau_nmu()
-    model.compile(optimizer=adam_ema(), loss="mse")
+    model.compile(optimizer=optimizer_fn(), loss="mse")
     model.fit(Batches(0), epochs=EPOCHS, shuffle=False, verbose=0)
-    ours = train(loop, data_fn=lambda epoch: Batches(0), optimizer_fn=adam_ema)
+    spy, raw_spy = EpochWeights(), EpochWeights()
+    ours = train(
+        loop, data_fn=lambda epoch: Batches(0), optimizer_fn=optimizer_fn,
+        callbacks=[spy],
+    )  # fmt: skip
     for a, b in zip(weights(model), weights(ours.model), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    raw = train(loop, data_fn=lambda epoch: Batches(0))
+    raw = train(loop, data_fn=lambda epoch: Batches(0), callbacks=[raw_spy])
     assert not np.allclose(weights(raw.model)[0], weights(ours.model)[0], atol=1e-3)
+    # The callbacks see the weights being trained, not the averages.
+    for seen, raw_seen in zip(spy.seen, raw_spy.seen, strict=True):
+        for a, b in zip(seen, raw_seen, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     if loop == "fit":  # It trains on: no buffer shared with the averages.
         ours.model.fit(Batches(0), epochs=1, verbose=0)
+
+
+@pytest.mark.tensorflow
+def test_trainer_fit_ends_with_the_moving_averages_as_model_fit():
+    keras.utils.set_random_seed(3)
+    model = nau_nmu()
+    model.compile(optimizer=adam_ema(), loss="mse")
+    model.fit(Batches(0), epochs=2, shuffle=False, verbose=0)
+    keras.utils.set_random_seed(3)
+    trainer = Trainer(nau_nmu, "mse", adam_ema)
+    epoch = [Batches(0)[step] for step in range(STEPS)]
+    x, y = (np.concatenate([part[i] for part in epoch] * 2) for i in (0, 1))
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH)
+    trainer.fit(data, epochs=2, steps_per_epoch=STEPS)
+    for a, b in zip(weights(model), weights(trainer.model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("loop", LOOP_PARAMS)

@@ -203,7 +203,10 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
         checkpoint_dir=checkpoint_dir,
         config={**config, "model": kind},
         callbacks=[
-            Evaluation(lambda model: epoch_metrics(args, parts, *test_data)),
+            Evaluation(
+                lambda model: epoch_metrics(args, parts, *test_data),
+                averages=args.ema is not None,
+            ),
             *tensorboard(args, args.task, kind),
         ],
     )

@@ -39,6 +39,7 @@ among the optimizer's variables in the checkpoint), and the model `fit`
 returns holds the averages.
 """
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -215,6 +216,54 @@ class StopOnDivergence(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+def _uses_ema(optimizer):
+    """Whether `optimizer` keeps moving averages of the weights (`use_ema`;
+    a `LossScaleOptimizer` passes those of the one it wraps through)."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    return bool(getattr(inner, "use_ema", False))
+
+
+def _write_averages(optimizer, variables):
+    """Writes `optimizer`'s moving averages (`use_ema`) into `variables`, as
+    copies: on JAX a weight sharing the average's buffer would let the next
+    compiled step (which donates the weights' buffers) delete the average."""
+    optimizer.finalize_variable_values(variables)
+    for variable in variables:
+        variable.assign(keras.ops.convert_to_numpy(variable))
+
+
+@contextlib.contextmanager
+def moving_averages(model, optimizer=None):
+    """Within the block, `model` holds its optimizer's moving averages.
+
+    For an optimizer with `use_ema=True`: evaluate the weights a run will
+    end with (e.g. in a callback's `on_epoch_end`) while it trains on its
+    own; on leaving the block the model gets its own weights back.
+
+    Args:
+        model: A Keras model.
+        optimizer: Its optimizer, or `None` for the one training it
+            (`model.optimizer`, or the `distribute.Trainer`'s).
+
+    Raises:
+        ValueError: The optimizer keeps no moving averages.
+    """
+    if optimizer is None:
+        optimizer = distribute.optimizer_of(model)
+    if not _uses_ema(optimizer):
+        raise _validation._invalid(
+            "optimizer", "an optimizer with use_ema=True", optimizer
+        )
+    variables = model.trainable_variables
+    weights = [keras.ops.convert_to_numpy(v) for v in variables]
+    _write_averages(optimizer, variables)
+    try:
+        yield model
+    finally:
+        for variable, value in zip(variables, weights, strict=True):
+            variable.assign(value)
+
+
 class _MovingAverages(keras.callbacks.Callback):
     """Keeps an `use_ema` optimizer's model training on its own weights.
 
@@ -242,10 +291,7 @@ class _MovingAverages(keras.callbacks.Callback):
         self._weights = None
 
     def finish(self):
-        self._optimizer.finalize_variable_values(self._variables)
-        # Copies: on JAX the weights must not share the averages' buffers.
-        for variable in self._variables:
-            variable.assign(keras.ops.convert_to_numpy(variable))
+        _write_averages(self._optimizer, self._variables)
 
 
 def fit(
@@ -374,9 +420,7 @@ def fit(
     if saved is not None:
         start, history, divergence = saved
     guard = StopOnDivergence()
-    # A LossScaleOptimizer passes the averages of the one it wraps through.
-    ema = getattr(optimizer, "inner_optimizer", optimizer).use_ema
-    averages = _MovingAverages(model, optimizer) if ema else None
+    averages = _MovingAverages(model, optimizer) if _uses_ema(optimizer) else None
     # After the callbacks, so that they print what those add to the logs.
     shown = [_RunBar(epochs)] if verbose == 1 else []
     shown += [Progress(epochs, done=start)] if verbose else []

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import keras
 
-from keras_nalu.distribute import optimizer_of
-from keras_nalu.training import training_step
+from keras_nalu.training import moving_averages, training_step
 
 INSTALL_RESEARCH = (
     'install the research extra (pip install "keras-neural-arithmetic[research]"; '
@@ -168,14 +167,8 @@ class Evaluation(keras.callbacks.Callback):
         if not self.averages:
             logs.update(self.evaluate(self.model))
             return
-        variables = self.model.trainable_variables
-        weights = [keras.ops.convert_to_numpy(v) for v in variables]
-        optimizer_of(self.model).finalize_variable_values(variables)
-        try:
+        with moving_averages(self.model):
             logs.update(self.evaluate(self.model))
-        finally:  # copies: on JAX no buffer may be shared with the averages
-            for variable, value in zip(variables, weights, strict=True):
-                variable.assign(value)
 
 
 class TensorBoardScalars(keras.callbacks.Callback):

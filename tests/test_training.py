@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from keras_nalu import NALU, NAU, NMU, training
 from keras_nalu.distribute import Trainer
-from keras_nalu.training import Progress, fit, remove_checkpoint
+from keras_nalu.training import Progress, fit, moving_averages, remove_checkpoint
 
 # The custom loop is `distribute.Trainer`, written with tf.distribute.
 LOOPS = ("fit", "custom")
@@ -188,6 +188,41 @@ def test_moving_averages_end_the_run_as_one_model_fit_call(loop, optimizer_fn):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     if loop == "fit":  # It trains on: no buffer shared with the averages.
         ours.model.fit(Batches(0), epochs=1, verbose=0)
+
+
+class AveragedPredictions(keras.callbacks.Callback):
+    """Predicts with the moving averages after every epoch (on JAX predict
+    donates the weights' buffers, the averages' too if they were shared)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        with moving_averages(self.model):
+            self.model.predict(Batches(0)[0][0], verbose=0)
+            self.inside.append(weights(self.model))
+
+
+@pytest.mark.parametrize("loop", LOOP_PARAMS)
+def test_moving_averages_block_reads_the_averages_and_leaves_no_trace(loop, tmp_path):
+    plain = train(loop, optimizer_fn=adam_ema)
+    probe = AveragedPredictions()
+    probed = train(loop, tmp_path, callbacks=[probe], optimizer_fn=adam_ema)
+    assert len(probe.inside) == EPOCHS
+    for a, b, c in zip(
+        weights(plain.model), weights(probed.model), probe.inside[-1], strict=True
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-7)
+
+
+def test_moving_averages_need_an_optimizer_that_keeps_them():
+    model = nau_nmu()
+    model.compile(optimizer=adam(), loss="mse")
+    with pytest.raises(ValueError, match="`optimizer`, expected an optimizer with"):
+        with moving_averages(model):
+            pass
 
 
 @pytest.mark.tensorflow

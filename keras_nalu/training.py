@@ -232,6 +232,17 @@ def _write_averages(optimizer, variables):
         variable.assign(keras.ops.convert_to_numpy(variable))
 
 
+def _copy_values(variables):
+    """The values of `variables`, as numpy copies."""
+    return [keras.ops.convert_to_numpy(v) for v in variables]
+
+
+def _assign_values(variables, values):
+    """Writes `values` (from `_copy_values`) back into `variables`."""
+    for variable, value in zip(variables, values, strict=True):
+        variable.assign(value)
+
+
 @contextlib.contextmanager
 def moving_averages(model, optimizer=None):
     """Within the block, `model` holds its optimizer's moving averages.
@@ -255,13 +266,12 @@ def moving_averages(model, optimizer=None):
             "optimizer", "an optimizer with use_ema=True", optimizer
         )
     variables = model.trainable_variables
-    weights = [keras.ops.convert_to_numpy(v) for v in variables]
+    weights = _copy_values(variables)
     _write_averages(optimizer, variables)
     try:
         yield model
     finally:
-        for variable, value in zip(variables, weights, strict=True):
-            variable.assign(value)
+        _assign_values(variables, weights)
 
 
 class _MovingAverages(keras.callbacks.Callback):
@@ -282,12 +292,11 @@ class _MovingAverages(keras.callbacks.Callback):
         self._weights = None
 
     def on_epoch_end(self, epoch, logs=None):
-        self._weights = [keras.ops.convert_to_numpy(v) for v in self._variables]
+        self._weights = _copy_values(self._variables)
 
     def restore(self):
         if self._weights is not None:
-            for variable, value in zip(self._variables, self._weights, strict=True):
-                variable.assign(value)
+            _assign_values(self._variables, self._weights)
         self._weights = None
 
     def finish(self):

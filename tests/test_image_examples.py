@@ -216,6 +216,19 @@ def test_counting_ema_ends_with_the_moving_averages(tmp_path):
     assert history["length_1_accuracy"][-1] == final["length_1_accuracy"]
 
 
+def test_counting_example_reads_the_encoder_log_softmax_when_asked(tmp_path):
+    images, labels = mnist.load_digit_images("digits", "test")
+    data = (images[:40], labels[:40])
+    argv = ["--task", "sum", "--dataset", "digits", "--steps", "2",
+            "--batch-size", "2", "--checkpoint-every", "2", "--lengths", "1",
+            "--eval-sequences", "2", "--json", str(tmp_path / "r.json")]  # fmt: skip
+    for output, size in (("features", 128), ("log_softmax", 10)):
+        args = mnist_counting.parse_args(argv + ["--encoder-output", output])
+        _, encoder, head = mnist_counting.train("nac", args, data, data, None, None)
+        assert encoder.compute_output_shape((None, 8, 8, 1)) == (None, size)
+        assert head.input.shape[-1] == size
+
+
 def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path):
     start = time.perf_counter()
     result = run(

@@ -211,6 +211,31 @@ def test_sequence_model_takes_lengths_1_and_1000(task, digits_test):
         )
 
 
+@pytest.mark.parametrize("task", ["count", "sum"])
+def test_sequence_model_can_read_the_encoder_log_softmax(task, digits_test):
+    images, labels = digits_test
+    keras.utils.set_random_seed(0)
+    model, encoder, head = mnist.sequence_model(
+        "nau", task, images.shape[1:], encoder_output="log_softmax"
+    )
+    # The PyTorch example's classifier: 10 log-probabilities per image.
+    log_p = encoder.predict(images[:50], verbose=0)
+    assert log_p.shape == (50, 10) and np.all(log_p <= 0)
+    np.testing.assert_allclose(np.exp(log_p).sum(axis=1), 1.0, rtol=1e-5)
+    assert tuple(head.input.shape) == (None, None, 10)
+    index = mnist.sample_sequences(len(labels), 2, 10, seed=0)
+    np.testing.assert_allclose(
+        head.predict(encoder.predict(images)[index], verbose=0),
+        model.predict(images[index], verbose=0),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    # The default reads the dense ReLU features, as before.
+    _, features, _ = mnist.sequence_model("nau", task, images.shape[1:])
+    relu = features.predict(images[:50], verbose=0)
+    assert relu.shape == (50, 128) and np.all(relu >= 0)
+
+
 @pytest.mark.parametrize("kind", list(mnist.RECURRENT_MODELS))
 def test_every_recurrent_head_takes_lengths_1_and_1000(kind):
     head = mnist.recurrent_head(kind, "count", features=16, hidden=4)
@@ -240,6 +265,7 @@ def test_nac_head_with_unit_weights_counts_exactly_over_1000_steps():
         (lambda: mnist.sample_sequences(5, 1, 0), "length"),
         (lambda: mnist.sequence_targets("product", np.zeros((1, 2))), "task"),
         (lambda: mnist.recurrent_head("transformer", "sum"), "kind"),
+        (lambda: mnist.digit_encoder((8, 8, 1), output="softmax"), "output"),
         (lambda: mnist.parity_model("relu(W)x", (28, 28, 1)), "variant"),
     ],
 )

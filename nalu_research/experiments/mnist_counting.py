@@ -121,6 +121,14 @@ def parse_args(argv=None):
         help="leave out the encoder's two dropout layers",
     )
     parser.add_argument(
+        "--encoder-output",
+        choices=list(mnist.ENCODER_OUTPUTS),
+        default="features",
+        help="what the recurrent part reads of each image: the encoder's dense "
+        "ReLU features (default), or the PyTorch MNIST example's classifier, "
+        "a 10-way log-softmax (the paper's footnote: the convnet's output)",
+    )
+    parser.add_argument(
         "--max-shift",
         type=int,
         default=0,
@@ -181,7 +189,12 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
 
     def build():
         model, parts["encoder"], parts["head"] = mnist.sequence_model(
-            kind, args.task, train_images.shape[1:], args.hidden, dropout=args.dropout
+            kind,
+            args.task,
+            train_images.shape[1:],
+            args.hidden,
+            dropout=args.dropout,
+            encoder_output=args.encoder_output,
         )
         return model
 
@@ -433,6 +446,11 @@ def main(argv=None):
         )
         + f"; seed {args.seed}, encoder dropout "
         f"{'on' if args.dropout else 'off'}"
+        + (
+            ", the recurrent part reads the encoder's log-softmax"
+            if args.encoder_output == "log_softmax"
+            else ""
+        )
         + (f", images moved by up to {args.max_shift} px" if args.max_shift else "")
         + (
             ", learning rate x{1:g} after step {0}".format(*args.learning_rate_drop)

@@ -42,6 +42,10 @@ SPLITS = ("train", "test")
 NUM_CLASSES = 10
 DIGITS_TEST_SIZE = 500  # load_digits has no split: 500 held out, 1,297 to train
 SEQUENCE_TASKS = ("count", "sum")
+# What the per-image encoder hands the recurrent part: its dense ReLU features,
+# or the PyTorch MNIST example's classifier output (a 10-way log-softmax), the
+# "output of the convnet" the paper's footnote says the recurrent part reads.
+ENCODER_OUTPUTS = ("features", "log_softmax")
 EVEN_DIGITS = (0, 2, 4, 6, 8)
 
 # Table 2 of the paper: per model, (accuracy at length 1 in %, mean absolute
@@ -422,14 +426,18 @@ RECURRENT_MODELS = {
 }
 
 
-def digit_encoder(image_shape, features=128, dropout=True):
-    """The per-image convnet of the PyTorch MNIST example, without its classifier.
+def digit_encoder(image_shape, features=128, dropout=True, output="features"):
+    """The per-image convnet of the PyTorch MNIST example.
 
     Two 3x3 convolutions (32 and 64 filters, ReLU), 2x2 max pooling, dropout
     0.25, a dense layer of `features` units (ReLU) and dropout 0.5 (the two
-    dropout layers only with `dropout=True`).
+    dropout layers only with `dropout=True`). With `output="features"` that
+    dense layer is the output; with `output="log_softmax"` the example's
+    classifier follows, a dense layer of 10 and a log-softmax (the encoder
+    still gets no label: only the task's targets train it).
     """
     dropout = _checks.boolean("dropout", dropout)
+    _checks.one_of("output", output, ENCODER_OUTPUTS)
     layers = [
         keras.Input(tuple(image_shape)),
         keras.layers.Conv2D(32, 3, activation="relu"),
@@ -440,6 +448,11 @@ def digit_encoder(image_shape, features=128, dropout=True):
         keras.layers.Dense(features, activation="relu"),
         keras.layers.Dropout(0.5 if dropout else 0.0),
     ]
+    if output == "log_softmax":
+        layers += [
+            keras.layers.Dense(NUM_CLASSES),
+            keras.layers.Activation("log_softmax"),
+        ]
     return keras.Sequential(layers, name="encoder")
 
 
@@ -482,16 +495,28 @@ def recurrent_head(kind, task, features=128, hidden=32):
     return keras.Model(inputs, outputs, name=f"{kind}_head")
 
 
-def sequence_model(kind, task, image_shape, hidden=32, features=128, dropout=True):
+def sequence_model(
+    kind,
+    task,
+    image_shape,
+    hidden=32,
+    features=128,
+    dropout=True,
+    encoder_output="features",
+):
     """The counting / addition model: encoder per image, then a recurrent head.
+
+    `encoder_output` is the encoder's `output` (`digit_encoder`): the head
+    reads `features` values per image, or 10 log-probabilities.
 
     Returns `(model, encoder, head)`: `model` maps images `(batch, steps,
     *image_shape)` of any number of steps to the output of `task`;
     `encoder` and `head` are its two parts, sharing its weights, so that
     `head(encoder(images))` gives the same outputs from images embedded once.
     """
-    encoder = digit_encoder(image_shape, features, dropout)
-    head = recurrent_head(kind, task, features, hidden)
+    encoder = digit_encoder(image_shape, features, dropout, encoder_output)
+    size = encoder.compute_output_shape((None,) + tuple(image_shape))[-1]
+    head = recurrent_head(kind, task, size, hidden)
     images = keras.Input((None,) + tuple(image_shape), name="images")
     outputs = head(ImageSequenceEncoder(encoder, name="per_image")(images))
     return keras.Model(images, outputs, name=f"{kind}_{task}"), encoder, head

@@ -49,6 +49,10 @@ def experiment_models():
             model, _, _ = mnist.sequence_model(kind, task, (8, 8, 1), features=8)
             images = _positive(2, 3, 8, 8, 1) / 3.0
             models[f"mnist {task} {kind}"] = (model, images)
+    model, _, _ = mnist.sequence_model(
+        "nau", "sum", (8, 8, 1), features=8, encoder_output="log_softmax"
+    )
+    models["mnist sum nau log-softmax"] = (model, images)
     for variant in mnist.ABLATION_VARIANTS:
         model = mnist.parity_model(variant, (16, 16, 1), features=8, filters=(4, 4))
         models[f"parity {variant}"] = (model, _positive(2, 16, 16, 1) / 3.0)
@@ -58,10 +62,11 @@ def experiment_models():
         models[f"number words {kind} (per token)"] = (steps_model, ids)
         models[f"number words {kind}"] = (model, ids)
     for kind in ("nac", "nalu"):
-        ((_, model),) = number_translation.build_models(
-            kind, 8, [0], readout="recurrent"
-        )
-        models[f"number words {kind} recurrent readout"] = (model, ids)
+        for readout in ("recurrent", "two-layer"):
+            ((_, model),) = number_translation.build_models(
+                kind, 8, [0], readout=readout
+            )
+            models[f"number words {kind} {readout} readout"] = (model, ids)
     program = np.zeros((2, 5, 1 + len(TOKENS)), "float32")
     program[:, :, 0] = [[1, 2, 3, 4, 5], [10, 20, 30, 40, 50]]
     program[:, np.arange(5), 1] = 1.0

@@ -246,6 +246,22 @@ def test_number_translation_embedding_size_is_set_apart_from_the_lstm_size():
     assert sizes(model) == (4, 4)
 
 
+@pytest.mark.parametrize("kind", ["nac", "nalu"])
+def test_number_translation_two_layer_readout_has_a_hidden_unit_layer(kind):
+    example = load_example("number_translation.py")
+    from keras_nalu import NAC
+
+    def units(readout):
+        ((steps, _),) = example.build_models(kind, 4, [0], readout=readout)
+        return [x.units for x in steps.layers if isinstance(x, NAC)]  # NALU too
+
+    assert units("step") == [1]
+    assert units("two-layer") == [4, 1]  # as wide as the LSTM, then the output
+    ids = np.array([[1, 2, 3, 0, 0]], "int32")
+    ((steps, model),) = example.build_models(kind, 4, [0], readout="two-layer")
+    assert steps(ids).shape == (1, 5) and model(ids).shape == (1,)
+
+
 def test_number_translation_per_token_loss_reads_each_phrase_to_its_last_word():
     example = load_example("number_translation.py")
     nan = np.nan

@@ -7,9 +7,11 @@ model embeds the tokens, encodes them with one LSTM and reads a number out of
 each step's LSTM output: the summed-states LSTM of Appendix D (a linear
 readout of the sum of the states so far), a NAC or a NALU. The loss is on the
 last token's prediction; the readout at earlier tokens is Figure 3's view.
-Two other readings of the text: `--readout recurrent` makes the NAC or NALU a
+Other readings of the text: `--readout recurrent` makes the NAC or NALU a
 recurrent cell with its previous prediction as one more input (as Madsen &
-Johansen's stable-nalu builds the task), and `--targets prefix` puts the loss
+Johansen's stable-nalu builds the task), `--readout two-layer` reads each step
+through two layers of the unit (a hidden one as wide as the LSTM, as the
+paper's Section 4.1 stacks them), and `--targets prefix` puts the loss
 on every token's prediction against the value of the words read so far.
 
 Model selection as in Appendix D: layer size {16, 32} x learning rate {0.01,
@@ -82,14 +84,17 @@ from nalu_research.tasks.number_words import (  # noqa: E402
 MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
 
 # How the NAC or NALU reads the LSTM (`--readout`): on each step's output
-# alone, or as a recurrent cell whose previous prediction is one more input
-# (Madsen & Johansen's stable-nalu reading of the task).
+# alone; as a recurrent cell whose previous prediction is one more input
+# (Madsen & Johansen's stable-nalu reading of the task); or on each step's
+# output through a hidden layer of the same unit as wide as the LSTM (the
+# two-layer units of the paper's Section 4.1).
 READOUTS = {
     "step": {"nac": NAC, "nalu": NALU},
     "recurrent": {
         "nac": lambda units: keras.layers.RNN(NACCell(units), return_sequences=True),
         "nalu": lambda units: keras.layers.RNN(NALUCell(units), return_sequences=True),
     },
+    "two-layer": {"nac": NAC, "nalu": NALU},
 }
 # What the loss reads (`--targets`): the last token's prediction against the
 # number, or every token's against the value of the words read so far.
@@ -100,7 +105,8 @@ def build_branch(ids, kind, size, embedding_size=None, readout="step"):
     """Per-token predictions `(batch, T)` of one model on token `ids`: an
     embedding of `embedding_size` (default `size`), an LSTM of `size`, and
     the `readout` (`READOUTS`) of a NAC or NALU (the LSTM's is always the
-    linear readout of its summed states)."""
+    linear readout of its summed states); `"two-layer"` puts a layer of
+    `size` of the same unit before it."""
     # No mask: padding follows the last token, which the loss reads, and
     # SummedStates masks it out itself.
     x = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)(ids)
@@ -108,7 +114,10 @@ def build_branch(ids, kind, size, embedding_size=None, readout="step"):
     if kind == "lstm":
         prediction = keras.layers.Dense(1)(SummedStates()([h, ids]))
     else:
-        prediction = READOUTS[readout][kind](1)(h)
+        unit = READOUTS[readout][kind]
+        if readout == "two-layer":
+            h = unit(size)(h)
+        prediction = unit(1)(h)
     return keras.layers.Reshape((-1,))(prediction)
 
 
@@ -400,7 +409,9 @@ def parse_args(argv=None):
         choices=list(READOUTS),
         help="how the NAC or NALU reads the LSTM: 'step', on each step's "
         "output; 'recurrent', as a recurrent cell with its previous "
-        "prediction as one more input (stable-nalu's reading)",
+        "prediction as one more input (stable-nalu's reading); 'two-layer', "
+        "on each step's output through a hidden layer of the same unit, as "
+        "wide as the LSTM",
     )
     parser.add_argument(
         "--targets",

@@ -266,6 +266,10 @@ def test_nac_head_with_unit_weights_counts_exactly_over_1000_steps():
         (lambda: mnist.sequence_targets("product", np.zeros((1, 2))), "task"),
         (lambda: mnist.recurrent_head("transformer", "sum"), "kind"),
         (lambda: mnist.digit_encoder((8, 8, 1), output="softmax"), "output"),
+        (
+            lambda: mnist.sequence_model("nau", "sum", (8, 8, 1), encoder_output="x"),
+            "encoder_output",
+        ),
         (lambda: mnist.parity_model("relu(W)x", (28, 28, 1)), "variant"),
     ],
 )

@@ -3,7 +3,9 @@
 A recurrent model reads a sequence of digit images and outputs, at its end,
 how many images of each class it saw (`--task count`, a 10-way regression) or
 the sum of the digits (`--task sum`). Each image goes through the convnet of
-the PyTorch MNIST example (no supervision of its own); the recurrent part is an
+the PyTorch MNIST example (no supervision of its own), which hands the
+recurrent part its 128 dense ReLU features, or with `--encoder-output
+log_softmax` its classifier's 10 log-probabilities; the recurrent part is an
 LSTM, GRU or SimpleRNN (tanh, ReLU) with a linear readout, or a NACCell /
 NALUCell whose state is the output. Models train on sequences of 10 images from
 the training split (mean squared error) and are tested on sequences from the

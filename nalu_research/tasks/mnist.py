@@ -514,6 +514,7 @@ def sequence_model(
     `encoder` and `head` are its two parts, sharing its weights, so that
     `head(encoder(images))` gives the same outputs from images embedded once.
     """
+    _checks.one_of("encoder_output", encoder_output, ENCODER_OUTPUTS)
     encoder = digit_encoder(image_shape, features, dropout, encoder_output)
     size = encoder.compute_output_shape((None,) + tuple(image_shape))[-1]
     head = recurrent_head(kind, task, size, hidden)

@@ -228,8 +228,7 @@ def _write_averages(optimizer, variables):
     copies: on JAX a weight sharing the average's buffer would let the next
     compiled step (which donates the weights' buffers) delete the average."""
     optimizer.finalize_variable_values(variables)
-    for variable in variables:
-        variable.assign(keras.ops.convert_to_numpy(variable))
+    _assign_values(variables, _copy_values(variables))
 
 
 def _copy_values(variables):

@@ -67,6 +67,10 @@ def experiment_models():
                 kind, 8, [0], readout=readout
             )
             models[f"number words {kind} {readout} readout"] = (model, ids)
+    ((_, model),) = number_translation.build_models(
+        "nalu", 8, [0], readout="configured"
+    )
+    models["number words nalu configured readout"] = (model, ids)
     program = np.zeros((2, 5, 1 + len(TOKENS)), "float32")
     program[:, :, 0] = [[1, 2, 3, 4, 5], [10, 20, 30, 40, 50]]
     program[:, np.arange(5), 1] = 1.0

@@ -201,6 +201,10 @@ def load_example(script):
          "--learning-rates must be greater than 0, got 0.0"),
         ("number_translation.py", ["--steps", "10", "--eval-every", "20"],
          "--eval-every must be at most --steps (10), got 20"),
+        ("number_translation.py", ["--readout", "configured", "--models", "nac"],
+         "--models nac has no --readout configured: it reads nalu only"),
+        ("number_translation.py", ["--learning-rate-drop", "100", "0"],
+         "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, got 100 0"),
         ("program_evaluation.py", ["--seeds", "0"],
          "--seeds must be a positive integer, got 0"),
         ("program_evaluation.py", ["--learning-rate", "-1"],
@@ -260,6 +264,31 @@ def test_number_translation_two_layer_readout_has_a_hidden_unit_layer(kind):
     ids = np.array([[1, 2, 3, 0, 0]], "int32")
     ((steps, model),) = example.build_models(kind, 4, [0], readout="two-layer")
     assert steps(ids).shape == (1, 5) and model(ids).shape == (1,)
+
+
+def test_number_translation_configured_readout_is_a_nalu_the_lstm_configures():
+    example = load_example("number_translation.py")
+    from nalu_research.layers import LSTMConfiguredNALUCell
+
+    ((steps, model),) = example.build_models("nalu", 4, [0], readout="configured")
+    (rnn,) = [x for x in steps.layers if isinstance(x, keras.layers.RNN)]
+    assert isinstance(rnn.cell, LSTMConfiguredNALUCell)
+    assert (rnn.cell.units, rnn.cell.control_units) == (1, 4)
+    # The cell's controller is the LSTM; a number per token is the NALU's input.
+    assert not [x for x in steps.layers if isinstance(x, keras.layers.LSTM)]
+    widths = [
+        x.output_dim for x in steps.layers if isinstance(x, keras.layers.Embedding)
+    ]
+    assert sorted(widths) == [1, 4]
+    ids = np.array([[1, 2, 3, 0, 0]], "int32")
+    assert steps(ids).shape == (1, 5) and model(ids).shape == (1,)
+
+
+@pytest.mark.research  # its arguments name a plot, which needs matplotlib
+def test_number_translation_models_default_to_those_the_readout_has():
+    example = load_example("number_translation.py")
+    assert example.parse_args([]).models == ["lstm", "nac", "nalu"]
+    assert example.parse_args(["--readout", "configured"]).models == ["lstm", "nalu"]
 
 
 def test_number_translation_per_token_loss_reads_each_phrase_to_its_last_word():

@@ -11,7 +11,9 @@ Other readings of the text: `--readout recurrent` makes the NAC or NALU a
 recurrent cell with its previous prediction as one more input (as Madsen &
 Johansen's stable-nalu builds the task), `--readout two-layer` reads each step
 through two layers of the unit (a hidden one as wide as the LSTM, as the
-paper's Section 4.1 stacks them), and `--targets prefix` puts the loss
+paper's Section 4.1 stacks them), `--readout configured` keeps a running
+value that a NALU configured by the LSTM updates with a learned number per
+token (the paper's Section 4.4 cell), and `--targets prefix` puts the loss
 on every token's prediction against the value of the words read so far.
 
 Model selection as in Appendix D: layer size {16, 32} x learning rate {0.01,
@@ -57,12 +59,19 @@ from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
+    add_learning_rate_drop_argument,
     add_training_arguments,
     create_strategy,
     report,
     steps_per_execution,
 )
-from nalu_research.layers import CheckedTokens, LastToken, SummedStates  # noqa: E402
+from nalu_research.cli import learning_rate as scheduled  # noqa: E402
+from nalu_research.layers import (  # noqa: E402
+    CheckedTokens,
+    LastToken,
+    LSTMConfiguredNALUCell,
+    SummedStates,
+)
 from nalu_research.monitoring import (  # noqa: E402
     Evaluation,
     add_output_arguments,
@@ -85,9 +94,12 @@ MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
 
 # How the NAC or NALU reads the LSTM (`--readout`): on each step's output
 # alone; as a recurrent cell whose previous prediction is one more input
-# (Madsen & Johansen's stable-nalu reading of the task); or on each step's
+# (Madsen & Johansen's stable-nalu reading of the task); on each step's
 # output through a hidden layer of the same unit as wide as the LSTM (the
-# two-layer units of the paper's Section 4.1).
+# two-layer units of the paper's Section 4.1); or as a NALU configured by the
+# LSTM (the paper's Section 4.4 cell, `LSTMConfiguredNALUCell`), a running
+# value on which each token's LSTM output picks what to do with a learned
+# number per token. The kinds each readout has.
 READOUTS = {
     "step": {"nac": NAC, "nalu": NALU},
     "recurrent": {
@@ -95,6 +107,7 @@ READOUTS = {
         "nalu": lambda units: keras.layers.RNN(NALUCell(units), return_sequences=True),
     },
     "two-layer": {"nac": NAC, "nalu": NALU},
+    "configured": {"nalu": LSTMConfiguredNALUCell},
 }
 # What the loss reads (`--targets`): the last token's prediction against the
 # number, or every token's against the value of the words read so far.
@@ -110,6 +123,13 @@ def build_branch(ids, kind, size, embedding_size=None, readout="step"):
     # No mask: padding follows the last token, which the loss reads, and
     # SummedStates masks it out itself.
     x = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)(ids)
+    if readout == "configured":  # the LSTM is the cell's controller
+        values = keras.layers.Embedding(len(VOCABULARY) + 2, 1)(ids)
+        cell = READOUTS[readout][kind](1, size)
+        prediction = keras.layers.RNN(cell, return_sequences=True)(
+            keras.layers.Concatenate()([values, x])
+        )
+        return keras.layers.Reshape((-1,))(prediction)
     h = keras.layers.LSTM(size, return_sequences=True)(x)
     if kind == "lstm":
         prediction = keras.layers.Dense(1)(SummedStates()([h, ids]))
@@ -335,7 +355,9 @@ def train_config(
         build,
         batches,
         loss=loss if alone else [loss] * len(seeds),
-        optimizer_fn=lambda: keras.optimizers.Adam(learning_rate),
+        optimizer_fn=lambda: keras.optimizers.Adam(
+            scheduled(learning_rate, args.learning_rate_drop)
+        ),
         epochs=max(1, args.steps // args.eval_every),
         strategy=strategy,
         checkpoint_dir=checkpoint_dir,
@@ -400,9 +422,13 @@ def parse_args(argv=None):
         "--learning-rates", type=float, nargs="+", default=[0.01, 0.001]
     )
     parser.add_argument(
-        "--models", nargs="+", default=list(MODELS), choices=list(MODELS)
+        "--models",
+        nargs="+",
+        choices=list(MODELS),
+        help="default: the LSTM and every unit the --readout has",
     )
     parser.add_argument("--loss", default="mae", choices=["mae", "mse"])
+    add_learning_rate_drop_argument(parser)
     parser.add_argument(
         "--readout",
         default="step",
@@ -411,7 +437,9 @@ def parse_args(argv=None):
         "output; 'recurrent', as a recurrent cell with its previous "
         "prediction as one more input (stable-nalu's reading); 'two-layer', "
         "on each step's output through a hidden layer of the same unit, as "
-        "wide as the LSTM",
+        "wide as the LSTM; 'configured' (NALU only), a running value that a "
+        "NALU configured by the LSTM (Section 4.4's cell) updates with a "
+        "learned number per token",
     )
     parser.add_argument(
         "--targets",
@@ -454,6 +482,14 @@ def parse_args(argv=None):
         parser.error(
             f"--embedding-size must be a positive integer, got {args.embedding_size}"
         )
+    if args.models is None:
+        args.models = ["lstm", *READOUTS[args.readout]]
+    for key in args.models:
+        if key != "lstm" and key not in READOUTS[args.readout]:
+            parser.error(
+                f"--models {key} has no --readout {args.readout}: it reads "
+                f"{', '.join(READOUTS[args.readout])} only"
+            )
     for rate in args.learning_rates:
         if not rate > 0:
             parser.error(f"--learning-rates must be greater than 0, got {rate}")
@@ -481,7 +517,13 @@ def main(argv=None):
             else f" (embeddings of {args.embedding_size})"
         )
         + ", "
-        + f"seeds {seeds}; {args.steps} full-batch Adam steps per run, "
+        + f"seeds {seeds}; {args.steps} full-batch Adam steps per run"
+        + (
+            ", learning rate x{1:g} after step {0}".format(*args.learning_rate_drop)
+            if args.learning_rate_drop
+            else ""
+        )
+        + ", "
         f"{args.loss.upper()} loss on "
         + (
             "every token's running value"

@@ -385,8 +385,12 @@ def counter_uniform(streams, step, shape, low, high):
     Element `e` of stream `s` at step `t` is `_mix(e ^ _mix(t ^ _mix(s)))`,
     its top 24 bits scaled to `[0, 1)`: a pure function of `(s, t, e)`, so
     each stream's values do not depend on the other streams, and a step
-    draws the same values whenever it is run. Cheap on every backend
-    (elementwise integer arithmetic, which XLA vectorizes), where a
+    draws the same values whenever it is run. A continuous uniform never
+    draws exactly 0, but this grid of `2**24` values does when 0 is on it
+    (U[-2, 2]: once in 16.8 million draws), and a target such as `a / 0` is
+    then infinite (the run's weights turn NaN): such a draw takes the middle
+    of its grid step, half a step above 0. No other value changes. Cheap on
+    every backend (elementwise integer arithmetic, which XLA vectorizes), where a
     generator such as Threefry or Philox per stream costs several times the
     rest of a training step here.
 
@@ -405,7 +409,9 @@ def counter_uniform(streams, step, shape, low, high):
     bits = _mix(ops.bitwise_xor(counters[None, :], keys[:, None]))
     unit = ops.cast(ops.bitwise_and(ops.right_shift(bits, 8), 0xFFFFFF), "float32")
     unit = unit * (1.0 / 2**24)
-    return ops.reshape(low + (high - low) * unit, (-1, *shape))
+    x = low + (high - low) * unit
+    x = ops.where(x == 0.0, (high - low) * 2.0**-25, x)
+    return ops.reshape(x, (-1, *shape))
 
 
 def _value_and_grad(fn):

@@ -598,6 +598,27 @@ def test_counter_uniform_is_its_hash_in_uint32_arithmetic():
     np.testing.assert_array_equal(got, want.reshape(3, 4, 5).astype("float32"))
 
 
+def test_counter_uniform_never_draws_zero():
+    """On U[-2, 2] the grid of 2**24 values holds 0, where `a / 0` is
+    infinite: that draw takes the middle of its grid step; no other changes."""
+    stream = np.array([3], "int32")
+    key = _numpy_mix(stream.astype(np.uint32))[0]
+    elements = np.arange(1024, dtype=np.uint32)
+    for first in range(1, 2**18, 2**12):  # the first step whose draw holds 0
+        steps = np.arange(first, first + 2**12, dtype=np.uint32)
+        bits = _numpy_mix(elements[None, :] ^ _numpy_mix(key ^ steps)[:, None]) >> 8
+        hits = np.argwhere(bits == 2**23)
+        if hits.size:
+            break
+    row, element = hits[0]
+    step = int(steps[row])
+    got = to_numpy(seed_batched.counter_uniform(stream, step, (1024,), -2.0, 2.0))[0]
+    assert got[element] == np.float32(4 * 2.0**-25) and np.all(got != 0)
+    want = (-2.0 + 4.0 * (bits[row].astype(np.float32) / 2**24)).astype("float32")
+    others = np.arange(1024) != element
+    np.testing.assert_array_equal(got[others], want[others])
+
+
 def test_counter_uniform_is_uniform_and_uncorrelated():
     streams = np.arange(8, dtype="int32")
     draws = np.stack(

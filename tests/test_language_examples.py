@@ -203,6 +203,9 @@ def load_example(script):
          "--eval-every must be at most --steps (10), got 20"),
         ("number_translation.py", ["--readout", "configured", "--models", "nac"],
          "--models nac has no --readout configured: it reads nalu only"),
+        ("number_translation.py",
+         ["--steps", "100", "--eval-every", "50", "--learning-rate-drop", "100", "0.1"],
+         "--learning-rate-drop STEP must be below --steps (100), got 100"),
         ("number_translation.py", ["--learning-rate-drop", "100", "0"],
          "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, got 100 0"),
         ("program_evaluation.py", ["--seeds", "0"],
@@ -282,6 +285,10 @@ def test_number_translation_configured_readout_is_a_nalu_the_lstm_configures():
     assert sorted(widths) == [1, 4]
     ids = np.array([[1, 2, 3, 0, 0]], "int32")
     assert steps(ids).shape == (1, 5) and model(ids).shape == (1,)
+    # The LSTM baseline, which a configured run trains too, is unchanged.
+    ((lstm_steps, _),) = example.build_models("lstm", 4, [0], readout="configured")
+    ((plain, _),) = example.build_models("lstm", 4, [0])
+    assert [type(x) for x in lstm_steps.layers] == [type(x) for x in plain.layers]
 
 
 @pytest.mark.research  # its arguments name a plot, which needs matplotlib

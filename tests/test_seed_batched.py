@@ -610,6 +610,8 @@ def test_counter_uniform_never_draws_zero():
         hits = np.argwhere(bits == 2**23)
         if hits.size:
             break
+    else:
+        pytest.fail("no draw of 0 in the steps searched")
     row, element = hits[0]
     step = int(steps[row])
     got = to_numpy(seed_batched.counter_uniform(stream, step, (1024,), -2.0, 2.0))[0]

@@ -119,11 +119,13 @@ def build_branch(ids, kind, size, embedding_size=None, readout="step"):
     embedding of `embedding_size` (default `size`), an LSTM of `size`, and
     the `readout` (`READOUTS`) of a NAC or NALU (the LSTM's is always the
     linear readout of its summed states); `"two-layer"` puts a layer of
-    `size` of the same unit before it."""
+    `size` of the same unit before it; with `"configured"` the LSTM is the
+    controller of an `LSTMConfiguredNALUCell` whose numbers are a second
+    embedding, of width 1."""
     # No mask: padding follows the last token, which the loss reads, and
     # SummedStates masks it out itself.
     x = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)(ids)
-    if readout == "configured":  # the LSTM is the cell's controller
+    if kind != "lstm" and readout == "configured":  # the LSTM is the controller
         values = keras.layers.Embedding(len(VOCABULARY) + 2, 1)(ids)
         cell = READOUTS[readout][kind](1, size)
         prediction = keras.layers.RNN(cell, return_sequences=True)(
@@ -481,6 +483,11 @@ def parse_args(argv=None):
     if args.embedding_size is not None and args.embedding_size <= 0:
         parser.error(
             f"--embedding-size must be a positive integer, got {args.embedding_size}"
+        )
+    if args.learning_rate_drop and args.learning_rate_drop[0] >= args.steps:
+        parser.error(
+            f"--learning-rate-drop STEP must be below --steps ({args.steps}), "
+            f"got {args.learning_rate_drop[0]}"
         )
     if args.models is None:
         args.models = ["lstm", *READOUTS[args.readout]]

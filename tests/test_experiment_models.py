@@ -121,7 +121,16 @@ def test_every_experiment_model_reloads_in_a_fresh_process(tmp_path):
 
 @pytest.mark.parametrize(
     "name",
-    ["CheckedTokens", "CReLU", "FirstUnit", "LastToken", "SummedStates", "UGRNNCell"],
+    [
+        "CheckedTokens",
+        "CReLU",
+        "FirstUnit",
+        "InstructedLSTMCell",
+        "LastToken",
+        "LSTMConfiguredNALUCell",
+        "SummedStates",
+        "UGRNNCell",
+    ],  # fmt: skip
 )
 def test_experiment_layers_are_registered_under_the_harness_name(name):
     import nalu_research.layers

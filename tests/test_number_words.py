@@ -109,3 +109,30 @@ def test_invalid_seed_and_split_raise():
         NumberWords(seed=-1)
     with pytest.raises(ValueError, match="`name`.*name='valid'"):
         NumberWords().split("valid")
+
+
+def test_lone_words_are_those_training_shows_only_alone():
+    task = NumberWords(seed=0)
+    texts = task.split("train")[0]
+    lone = task.lone_words()
+    longer = [t.split() for t in texts if " " in t]
+    for word in VOCABULARY:
+        alone = word in texts and not any(word in words for words in longer)
+        assert (word in lone) == alone, word
+    assert set(lone) >= {"zero", "ten"}  # "six hundred and ten" is not in training
+    # Every split's own: on validation a word seen alone there only.
+    assert set(task.lone_words("validation")) <= set(VOCABULARY)
+
+
+def test_after_lone_words_marks_the_phrases_that_use_them_with_other_words():
+    task = NumberWords(seed=0)
+    lone = set(task.lone_words())
+    for split in ("validation", "test"):
+        texts = task.split(split)[0]
+        marked = task.after_lone_words(split)
+        assert marked.shape == (len(texts),) and marked.dtype == bool
+        for text, flag in zip(texts, marked, strict=True):
+            assert flag == (len(text.split()) > 1 and bool(lone & set(text.split())))
+        assert 0 < marked.sum() < len(texts)
+    # Training itself never uses a lone word beside another.
+    assert not task.after_lone_words("train").any()

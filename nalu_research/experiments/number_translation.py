@@ -112,21 +112,32 @@ READOUTS = {
 # What the loss reads (`--targets`): the last token's prediction against the
 # number, or every token's against the value of the words read so far.
 TARGETS = ("last", "prefix")
+# How the configured readout's number per token is parameterized
+# (`--token-values`): "log", `exp` of an embedding of width 1, so that Adam
+# moves each number by about a fixed factor per step (1 to 100 in about 500
+# steps at lr 0.01); "linear", the embedding itself, moved by about the
+# learning rate per step (1 to 100 in about 10,000 steps).
+TOKEN_VALUES = ("log", "linear")
 
 
-def build_branch(ids, kind, size, embedding_size=None, readout="step"):
+def build_branch(
+    ids, kind, size, embedding_size=None, readout="step", token_values="log"
+):
     """Per-token predictions `(batch, T)` of one model on token `ids`: an
     embedding of `embedding_size` (default `size`), an LSTM of `size`, and
     the `readout` (`READOUTS`) of a NAC or NALU (the LSTM's is always the
     linear readout of its summed states); `"two-layer"` puts a layer of
     `size` of the same unit before it; with `"configured"` the LSTM is the
     controller of an `LSTMConfiguredNALUCell` whose numbers are a second
-    embedding, of width 1."""
+    embedding, of width 1, read as it is (`token_values="linear"`) or through
+    `exp` (`"log"`, `TOKEN_VALUES`)."""
     # No mask: padding follows the last token, which the loss reads, and
     # SummedStates masks it out itself.
     x = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)(ids)
     if kind != "lstm" and readout == "configured":  # the LSTM is the controller
         values = keras.layers.Embedding(len(VOCABULARY) + 2, 1)(ids)
+        if token_values == "log":
+            values = keras.layers.Activation("exponential")(values)
         cell = READOUTS[readout][kind](1, size)
         prediction = keras.layers.RNN(cell, return_sequences=True)(
             keras.layers.Concatenate()([values, x])
@@ -159,7 +170,9 @@ def per_token_loss(kind):
     return loss
 
 
-def build_models(kind, size, seeds, embedding_size=None, readout="step"):
+def build_models(
+    kind, size, seeds, embedding_size=None, readout="step", token_values="log"
+):
     """One model per seed, each initialized as if built alone after
     `keras.utils.set_random_seed(seed)`: `[(steps_model, model), ...]`, token
     ids -> per-token predictions and -> the last token's (the one trained)."""
@@ -167,7 +180,7 @@ def build_models(kind, size, seeds, embedding_size=None, readout="step"):
     models = []
     for seed in seeds:
         keras.utils.set_random_seed(seed)
-        steps = build_branch(ids, kind, size, embedding_size, readout)
+        steps = build_branch(ids, kind, size, embedding_size, readout, token_values)
         models.append(
             (
                 keras.Model(ids, steps, name=f"{kind}_steps_{seed}"),
@@ -182,14 +195,20 @@ def build_models(kind, size, seeds, embedding_size=None, readout="step"):
 
 
 def build_side_by_side(
-    kind, size, seeds, embedding_size=None, readout="step", targets="last"
+    kind,
+    size,
+    seeds,
+    embedding_size=None,
+    readout="step",
+    targets="last",
+    token_values="log",
 ):
     """`(model, models)`: the model that trains the seeds' models side by side
     (token ids -> each seed's predictions, a list of them, or one for one
     seed: the last token's `(batch,)` with `targets="last"`, every token's
     `(batch, T)` with `"prefix"`) and `build_models(kind, size, seeds,
-    embedding_size, readout)`."""
-    models = build_models(kind, size, seeds, embedding_size, readout)
+    embedding_size, readout, token_values)`."""
+    models = build_models(kind, size, seeds, embedding_size, readout, token_values)
     ids = models[0][1].inputs[0]
     if targets == "prefix":  # named as the last token's, for the logs
         outputs = [
@@ -204,6 +223,42 @@ def build_side_by_side(
 def mae(model, ids, y):
     prediction = keras.ops.convert_to_numpy(model(ids, training=False))
     return float(np.mean(np.abs(prediction.astype(np.float64) - y)))
+
+
+def spread(values):
+    """`"median [min, max]"` of `values`, to 3 significant digits."""
+    return f"{np.median(values):.3g} [{min(values):.3g}, {max(values):.3g}]"
+
+
+def print_lone_word_errors(task, after_lone, chosen):
+    """Prints the chosen configurations' test MAE apart (`lone_word_errors`),
+    median over the seeds [min, max]."""
+    if not after_lone.any():
+        print("\nNo test phrase uses a word that training shows only alone.")
+        return
+    lone = ", ".join(w for w in task.lone_words() if w != "zero")
+    print(
+        f"\nTest MAE apart: on the {after_lone.sum()} test phrases that use a "
+        f"word training shows only alone ({lone}), and on the other "
+        f"{(~after_lone).sum()}; median over the seeds [min, max]:"
+    )
+    for name, (_, _, runs) in chosen.items():
+        parts = [
+            spread([r[0][key] for r in runs]) for key in ("test_lone", "test_other")
+        ]
+        print(f"  {name}: {parts[0]} on those, {parts[1]} on the others")
+
+
+def lone_word_errors(model, data, after_lone):
+    """The test MAE split in two (`NumberWords.after_lone_words`): on the
+    phrases that use a word training shows only alone (`"test_lone"`) and
+    on the others (`"test_other"`); NaN for a part with no phrase (a split
+    whose training set uses every word beside others)."""
+    ids, y = data["test"]
+    return {
+        key: mae(model, ids[rows], y[rows]) if rows.any() else float("nan")
+        for key, rows in (("test_lone", after_lone), ("test_other", ~after_lone))
+    }
 
 
 # The splits evaluated after every epoch (the validation MAE selects).
@@ -330,7 +385,13 @@ def train_config(
 
     def build():
         model, built["models"] = build_side_by_side(
-            kind, size, seeds, args.embedding_size, args.readout, args.targets
+            kind,
+            size,
+            seeds,
+            args.embedding_size,
+            args.readout,
+            args.targets,
+            args.token_values,
         )
         keep.watch([model for _, model in built["models"]])
         return model
@@ -452,6 +513,15 @@ def parse_args(argv=None):
         "read so far (Figure 3's trace)",
     )
     parser.add_argument(
+        "--token-values",
+        default="log",
+        choices=TOKEN_VALUES,
+        help="the configured readout's number per token: 'log', exp of a "
+        "learned embedding of width 1 (moved by a factor per Adam step); "
+        "'linear', the embedding itself (moved by about the learning rate "
+        "per step)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="a smoke run: 1 seed, size 16, lr 0.01, 40 steps",
@@ -513,6 +583,7 @@ def main(argv=None):
         _, ids, y = task.split(split)
         data[split] = (ids, y)
     train_targets = task.prefix_targets("train")
+    after_lone = task.after_lone_words("test")
     seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
     print(
         f"Number words 0-999, split seed {args.seed}: "
@@ -570,13 +641,17 @@ def main(argv=None):
                     train_targets,
                 )
                 seconds_each = (time.perf_counter() - t0) / len(seeds)
-                for errors, seed, _, _ in runs:
+                for errors, seed, _, model in runs:
                     errors["seconds"] = seconds_each
+                    errors.update(lone_word_errors(model, data, after_lone))
                     print(
                         f"{name}, size {size}, lr {rate:g}, seed {seed}: "
                         f"train {errors['train']:.3f}, validation "
                         f"{errors['validation']:.3f}, test {errors['test']:.3f} "
-                        f"MAE (best at step {errors['best_step']})"
+                        f"MAE (best at step {errors['best_step']}; test "
+                        f"{errors['test_lone']:.3f} on the {after_lone.sum()} "
+                        f"phrases after lone words, {errors['test_other']:.3f} "
+                        "on the others)"
                         + (" (diverged)" if errors["diverged"] else ""),
                         flush=True,
                     )
@@ -627,6 +702,7 @@ def main(argv=None):
             )
             + f" | {per_seed} |"
         )
+    print_lone_word_errors(task, after_lone, chosen)
     total = sum(len(runs) for configs in results.values() for runs in configs.values())
     print(
         f"\nTrained {total} runs in {seconds:.0f} s on the "
@@ -662,18 +738,21 @@ def main(argv=None):
     if is_chief(strategy):
         figure_model = f"{name}, seed {seed}"
         export_and_save(
-            model, queries, results, chosen, figure, figure_model, seconds, args
+            model, queries, results, chosen, figure, figure_model, seconds, args, task
         )
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
 
 
 def export_and_save(
-    model, queries, results, chosen, figure, figure_model, seconds, args
+    model, queries, results, chosen, figure, figure_model, seconds, args, task
 ):
-    """Exports `model` as a SavedModel of strings (on the tensorflow backend)
-    and writes the JSON and the PNG (`plot`)."""
+    """Exports `model` as a SavedModel of strings (on the tensorflow backend),
+    checks it on `SERVED_CHECK` test phrases (`served_check`) and writes the
+    JSON and the PNG (`plot`)."""
+    served = None
     if keras.backend.backend() == "tensorflow":
-        export(model, queries, args)
+        path = export(model, queries, args)
+        served = served_check(path, task)
     else:
         print(
             f"No SavedModel export on the {keras.backend.backend()} backend: the "
@@ -689,6 +768,7 @@ def export_and_save(
             "chosen": {n: [s, r] for n, (s, r, _) in chosen.items()},
             "figure_3": figure,
             "figure_3_model": figure_model,
+            "served_check": served,
             "seconds": seconds,
         },
         args.json,
@@ -798,6 +878,42 @@ def export(model, queries, args):
         f"'zzz']): value {np.round(out['value'].numpy(), 2).tolist()}, "
         f"valid {out['valid'].numpy().tolist()}"
     )
+    return path
+
+
+# The served model's check: phrases of the test split, drawn with this seed,
+# and how far from its number each may be served.
+SERVED_CHECK = {"phrases": 10, "seed": 0, "within": 0.5}
+
+
+def served_check(path, task, phrases=SERVED_CHECK["phrases"]):
+    """Serves `phrases` test phrases (drawn with `SERVED_CHECK["seed"]`)
+    through the SavedModel at `path`, as a client would, and counts those
+    within `SERVED_CHECK["within"]` of their number. Returns
+    `{"phrases", "values", "served", "within"}` and prints the count."""
+    import tensorflow as tf
+
+    texts, _, y = task.split("test")
+    rows = np.random.default_rng(SERVED_CHECK["seed"]).choice(
+        len(texts), phrases, replace=False
+    )
+    chosen = [texts[i] for i in rows]
+    served = tf.saved_model.load(str(path))  # kept: its functions need it
+    out = served.serve(tf.constant(chosen))["value"].numpy()
+    within = int(
+        np.sum(np.abs(out.astype(np.float64) - y[rows]) <= SERVED_CHECK["within"])
+    )
+    print(
+        f"Served {within}/{phrases} test phrases within {SERVED_CHECK['within']} of "
+        "their number: "
+        + ", ".join(f"{t!r} {v:.2f}" for t, v in zip(chosen, out, strict=True))
+    )
+    return {
+        "phrases": chosen,
+        "values": y[rows].tolist(),
+        "served": out.tolist(),
+        "within": within,
+    }
 
 
 if __name__ == "__main__":

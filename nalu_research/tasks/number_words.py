@@ -230,6 +230,30 @@ class NumberWords:
         texts = [number_to_words(n) for n in numbers]
         return texts, encode(texts, self.max_length), numbers.astype(np.float32)
 
+    def lone_words(self, name="train"):
+        """The words that split `name` holds only as whole one-word phrases
+        ("ten" in "ten" and in no longer phrase): the split shows what each
+        is, never what it does after other words.
+
+        >>> NumberWords(seed=0).lone_words()
+        ('zero', 'ten', 'thirteen', 'seventeen', 'eighteen')
+        """
+        texts, _, _ = self.split(name)
+        longer = {t for text in texts for t in text.split() if " " in text}
+        return tuple(t for t in VOCABULARY if t not in longer and t in texts)
+
+    def after_lone_words(self, name, train="train"):
+        """Bool `(n,)`: which phrases of split `name` hold a word of
+        `lone_words(train)` after or before other words, a use the training
+        split never shows ("six hundred and ten" on the default split).
+
+        >>> int(NumberWords(seed=0).after_lone_words("test").sum())
+        26
+        """
+        texts, _, _ = self.split(name)
+        lone = set(self.lone_words(train))
+        return np.array([" " in t and bool(lone & set(t.split())) for t in texts])
+
     def prefix_targets(self, name):
         """Per-token targets of split `name`, float32 `(n, max_length)`: the
         value of the words read so far (`running_values`), NaN after the

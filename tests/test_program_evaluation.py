@@ -199,3 +199,37 @@ def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
     expected = results("whole")
     assert expected[0]["steps"] == list(range(10, 101, 10))
     assert results("killed") == expected
+
+
+def _run(steps, values):
+    return {
+        "steps": steps,
+        "curves": {s: values for s in ("train", "validation", "test")},
+    }
+
+
+def test_seed_curves_align_a_diverged_run_with_nan():
+    from nalu_research.experiments.program_evaluation import seed_curves
+
+    runs = [
+        _run([50, 100, 150], [90.0, 99.0, 100.0]),
+        _run([50, 100], [80.0, 1.0]),  # diverged: evaluated where it stopped
+        _run([50, 100, 150], [70.0, 98.0, 97.0]),
+    ]
+    steps, curves = seed_curves(runs, "test")
+    np.testing.assert_array_equal(steps, [50, 100, 150])
+    np.testing.assert_array_equal(
+        curves, [[90, 99, 100], [80, 1, np.nan], [70, 98, 97]]
+    )
+
+
+@pytest.mark.research  # plots with matplotlib
+def test_plot_draws_a_diverged_run(tmp_path):
+    from types import SimpleNamespace
+
+    from nalu_research.experiments.program_evaluation import _plot
+
+    runs = [_run([50, 100, 150], [90.0, 99.0, 100.0]), _run([50], [1.0])]
+    args = SimpleNamespace(task="program", png=tmp_path / "curves.png")
+    _plot({"NALU": runs}, args)
+    assert args.png.stat().st_size > 1000

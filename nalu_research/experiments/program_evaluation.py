@@ -361,6 +361,18 @@ def write_outputs(results, best, x_test, seconds, args):
     print(f"Wrote {args.png} and {args.json}.")
 
 
+def seed_curves(runs, split):
+    """`(steps, curves)`: the runs' `split` curves on the evaluation steps of
+    the longest run, one row per run, NaN after a run stopped (a diverged
+    run's curve ends with its evaluation where it stopped)."""
+    steps = np.array(max((run["steps"] for run in runs), key=len))
+    curves = np.full((len(runs), len(steps)), np.nan)
+    for row, run in zip(curves, runs, strict=True):
+        for step, value in zip(run["steps"], run["curves"][split], strict=True):
+            row[steps == step] = value
+    return steps, curves
+
+
 def _plot(results, args):
     plt = pyplot()
     titles = {"train": "Train (2 digits)", "validation": "Validation (3 digits)",
@@ -368,9 +380,9 @@ def _plot(results, args):
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.3), sharey=True)
     for ax, split in zip(axes, SPLITS, strict=True):
         for name, runs in results.items():
-            curves = np.array([r["curves"][split] for r in runs])
-            steps = runs[0]["steps"]
-            mean, low, high = curves.mean(0), curves.min(0), curves.max(0)
+            steps, curves = seed_curves(runs, split)
+            mean = np.nanmean(curves, 0)
+            low, high = np.nanmin(curves, 0), np.nanmax(curves, 0)
             (line,) = ax.plot(steps, mean, label=name)
             ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2)
         ax.set_title(titles[split], fontsize=10)
@@ -378,7 +390,10 @@ def _plot(results, args):
         ax.set_ylim(0, 100)
     axes[0].set_ylabel("% digits correct")
     axes[0].legend()
-    fig.suptitle(f"Program evaluation ('{args.task}'): mean and min-max over seeds")
+    fig.suptitle(
+        f"Program evaluation ('{args.task}'): mean and min-max over the seeds "
+        "evaluated (a diverged seed's curve ends where it stopped)"
+    )
     fig.tight_layout()
     save_png(fig, args.png)
 

@@ -751,8 +751,7 @@ def export_and_save(
     JSON and the PNG (`plot`)."""
     served = None
     if keras.backend.backend() == "tensorflow":
-        path = export(model, queries, args)
-        served = served_check(path, task)
+        served = served_check(export(model, queries, args), task)
     else:
         print(
             f"No SavedModel export on the {keras.backend.backend()} backend: the "
@@ -865,7 +864,8 @@ def text_model(model):
 
 
 def export(model, queries, args):
-    """Exports `text_model(model)` as a SavedModel that takes a batch of strings."""
+    """Exports `text_model(model)` as a SavedModel that takes a batch of
+    strings; returns it as loaded back (`tf.saved_model.load`)."""
     sample = np.array(queries + ["five hundred and fifteen", "zero", "zzz", ""])
     path = export_saved_model(text_model(model), args.export_dir, sample)
     import tensorflow as tf
@@ -878,7 +878,7 @@ def export(model, queries, args):
         f"'zzz']): value {np.round(out['value'].numpy(), 2).tolist()}, "
         f"valid {out['valid'].numpy().tolist()}"
     )
-    return path
+    return served
 
 
 # The served model's check: phrases of the test split, drawn with this seed,
@@ -886,19 +886,20 @@ def export(model, queries, args):
 SERVED_CHECK = {"phrases": 10, "seed": 0, "within": 0.5}
 
 
-def served_check(path, task, phrases=SERVED_CHECK["phrases"]):
-    """Serves `phrases` test phrases (drawn with `SERVED_CHECK["seed"]`)
-    through the SavedModel at `path`, as a client would, and counts those
-    within `SERVED_CHECK["within"]` of their number. Returns
-    `{"phrases", "values", "served", "within"}` and prints the count."""
+def served_check(served, task):
+    """Serves `SERVED_CHECK["phrases"]` test phrases (drawn with
+    `SERVED_CHECK["seed"]`) through the loaded SavedModel `served`, as a
+    client would, and counts those within `SERVED_CHECK["within"]` of their
+    number. Returns `{"phrases", "values", "served", "within"}` and prints
+    the count."""
     import tensorflow as tf
 
+    phrases = SERVED_CHECK["phrases"]
     texts, _, y = task.split("test")
     rows = np.random.default_rng(SERVED_CHECK["seed"]).choice(
         len(texts), phrases, replace=False
     )
     chosen = [texts[i] for i in rows]
-    served = tf.saved_model.load(str(path))  # kept: its functions need it
     out = served.serve(tf.constant(chosen))["value"].numpy()
     within = int(
         np.sum(np.abs(out.astype(np.float64) - y[rows]) <= SERVED_CHECK["within"])

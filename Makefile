@@ -32,7 +32,7 @@ XDIST ?= -n auto --dist loadfile
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_BACKEND ?= tensorflow
 
-.PHONY: demo test docs lint format clean
+.PHONY: demo test docs lint format clean gpu-wheels gpu-check
 
 $(INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,38 @@ test: $(INSTALLED) $(RESEARCH_INSTALLED)
 	KERAS_BACKEND=jax $(PY) -m pytest $(XDIST) -m "backends and not slow and not research"
 	KERAS_BACKEND=torch $(PY) -m pytest -m "backends and not slow and not research"
 	$(RESEARCH_PY) -m pytest $(XDIST) -m "research and not slow"
+
+# `make gpu-check` (nalu_research/experiments/gpu_check.py): the package on a
+# GPU beside that machine's CPU, written to docs/gpu.md. The GPU machine has
+# JAX and PyTorch built for CUDA but no Keras, no TensorFlow and no network:
+# `make gpu-wheels`, run here, downloads the wheels of what it lacks (Keras
+# and its two missing dependencies, at the versions .venv tests) for its
+# Python 3.12 into .whl/, which travels with the working tree; there,
+# `make gpu-check` installs them into $(GPU_SITE) and runs the check.
+# GPU_CHECK_DRY_RUN=1 make gpu-check runs the same check on this machine's
+# CPU at tiny sizes, under results/gpu_check/ (CI runs it).
+GPU_WHEELS := .whl
+GPU_SITE := /tmp/keras-nalu-gpu-site
+GPU_PACKAGES := keras namex optree
+
+gpu-wheels: $(INSTALLED)
+	$(PY) -m pip download --quiet --disable-pip-version-check --no-deps \
+	  --only-binary=:all: --python-version 3.12 --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  -d $(GPU_WHEELS) $$($(PY) -c "import importlib.metadata as m; \
+	  print(' '.join(f'{n}=={m.version(n)}' for n in '$(GPU_PACKAGES)'.split()))")
+
+ifeq ($(GPU_CHECK_DRY_RUN),1)
+gpu-check: $(INSTALLED)
+	$(PY) examples/gpu_check.py --dry-run
+else
+gpu-check:
+	test -d $(GPU_WHEELS) || { echo "no $(GPU_WHEELS)/: run make gpu-wheels first"; exit 1; }
+	python3 -m pip install --quiet --no-index --no-deps --no-compile \
+	  --upgrade --target $(GPU_SITE) $(GPU_WHEELS)/*.whl
+	KERAS_BACKEND=jax PYTHONPATH=$(GPU_SITE):$(CURDIR) python3 examples/gpu_check.py
+endif
 
 docs: $(INSTALLED)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site

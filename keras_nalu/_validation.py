@@ -17,6 +17,22 @@ def _invalid(name, expected, value):
     )
 
 
+def tensorflow(what):
+    """Imports and returns TensorFlow for `what` (e.g. "export_saved_model"),
+    or raises an `ImportError` saying that only it needs TensorFlow."""
+    try:
+        import tensorflow as tf
+    except ImportError as error:
+        raise ImportError(
+            f"{what} needs TensorFlow, which cannot be imported here ({error}). "
+            "Install it (`pip install tensorflow`). Only SavedModel export, "
+            "TFLite and tf.distribute need it: the layers, "
+            "keras_nalu.training.fit, snap_weights and formulas run without "
+            "it on the jax and torch backends."
+        ) from error
+    return tf
+
+
 def positive_int(name, value):
     """Returns `value` as an `int`, or raises if it is not a positive integer.
 

@@ -28,11 +28,12 @@ import weakref
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from keras_nalu import _validation
+from keras_nalu import _validation, training
 
-STRATEGIES = ("default", "mirrored", "multi-worker")
+tf = _validation.tensorflow("keras_nalu.distribute (tf.distribute strategies)")
+
+STRATEGIES = training.STRATEGIES
 # The optimizer of each model a `Trainer` trains (the loop does not compile
 # the model, so it has no `model.optimizer`): see `optimizer_of`.
 _TRAINER_OPTIMIZERS = weakref.WeakKeyDictionary()
@@ -138,28 +139,7 @@ def build_in_scope(strategy, model_fn, optimizer_fn):
     Raises a clear error unless `model_fn` returns a built `keras.Model` and
     `optimizer_fn` a `keras.optimizers.Optimizer`.
     """
-    with strategy.scope():
-        model = model_fn()
-        if not isinstance(model, keras.Model):
-            raise _validation._invalid(
-                "model_fn", "a function returning a keras.Model", model
-            )
-        if not model.built:
-            raise ValueError(
-                "Received an invalid value for `model_fn`, expected a "
-                "function returning a built keras.Model (start it with "
-                f"keras.Input). Received: a model that is not built, {model!r}"
-            )
-        optimizer = optimizer_fn()
-        if not isinstance(optimizer, keras.optimizers.Optimizer):
-            raise _validation._invalid(
-                "optimizer_fn",
-                "a function returning a keras.optimizers.Optimizer",
-                optimizer,
-            )
-        # Slot variables must exist before the first (compiled) step.
-        optimizer.build(model.trainable_variables)
-    return model, optimizer
+    return training._build(model_fn, optimizer_fn, strategy.scope())
 
 
 def worker_index(strategy=None):

@@ -41,6 +41,7 @@ import keras
 import numpy as np
 
 from keras_nalu import _validation
+from keras_nalu import ops as nalu_ops
 from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU, RealNPU
 
 LAYERS = (NAC, NAU, NMU, RealNPU, keras.layers.Dense)  # NALU, INALU, NMRU: subclasses
@@ -302,7 +303,7 @@ class _Reader:
             logits = self.sums(self.matrix(layer.gate_kernel), h)
             values = None
             if x is not None:
-                z = keras.ops.matmul(x, layer.gate_kernel)
+                z = nalu_ops.matmul(x, layer.gate_kernel)
                 values = keras.ops.convert_to_numpy(keras.ops.sigmoid(z))
             gates = [
                 self.gate(None if values is None else values[:, j],

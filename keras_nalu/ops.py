@@ -22,12 +22,36 @@ Example:
 12.0
 """
 
+import keras
 import numpy as np
 from keras import ops
 
 DEFAULT_EPSILON = 1e-7
 # exp(88) = 1.65e38 is below float32's largest value, 3.4e38.
 FLOAT32_MAX_EXPONENT = 88.0
+
+
+def matmul(x, w):
+    """`x @ w` at the full precision of the dtype, where the backend lets a
+    program choose: every matrix product of the units goes through it.
+
+    On NVIDIA GPUs since Ampere, JAX computes a float32 product in
+    TensorFloat-32 by default (inputs rounded to 10 bits of mantissa), which
+    turns an exact sum or an exact log-space product into one off by about
+    1e-3: here JAX is asked for its highest precision, on that product only
+    (a no-op on CPUs). PyTorch computes float32 products in full precision
+    unless `torch.set_float32_matmul_precision("high")` was called;
+    TensorFlow uses TensorFloat-32 on such GPUs unless
+    `tf.config.experimental.enable_tensor_float_32_execution(False)` was
+    called: neither can be set per product, so the docs' GPU page says to set
+    them.
+    """
+    if keras.backend.backend() == "jax":
+        import jax
+
+        with jax.default_matmul_precision("highest"):
+            return ops.matmul(x, w)
+    return ops.matmul(x, w)
 
 
 def nac_weight(w_hat, m_hat):
@@ -40,7 +64,7 @@ def nac_weight(w_hat, m_hat):
 
 def nac(x, w):
     """The neural accumulator `a = x @ W`: sums and differences of inputs."""
-    return ops.matmul(x, w)
+    return matmul(x, w)
 
 
 def log_magnitude(x, epsilon=DEFAULT_EPSILON):
@@ -64,8 +88,8 @@ def nalu(x, w, gate_kernel, mul_w=None, epsilon=DEFAULT_EPSILON):
     product gives the additive output instead of NaN, and the output is `inf`
     only when the true value exceeds the largest float of the dtype.
     """
-    gate_logits = ops.matmul(x, gate_kernel)
-    log_product = ops.matmul(log_magnitude(x, epsilon), w if mul_w is None else mul_w)
+    gate_logits = matmul(x, gate_kernel)
+    log_product = matmul(log_magnitude(x, epsilon), w if mul_w is None else mul_w)
     additive = ops.sigmoid(gate_logits) * nac(x, w)
     multiplicative = ops.exp(log_product + ops.log_sigmoid(-gate_logits))
     return additive + multiplicative
@@ -104,10 +128,10 @@ def nau(x, w, center=None):
     """
     w = clip_weight(w, -1.0, 1.0)
     if center is None:
-        return ops.matmul(x, w)
+        return matmul(x, w)
     x = ops.convert_to_tensor(x)
     center = ops.stop_gradient(ops.broadcast_to(center, ops.shape(x)))
-    return ops.matmul(x - center, w) + ops.stop_gradient(ops.matmul(center, w))
+    return matmul(x - center, w) + ops.stop_gradient(matmul(center, w))
 
 
 def _gated_product(x, w):
@@ -164,9 +188,7 @@ def inalu(x, w, mul_w, gate_logits, epsilon=DEFAULT_EPSILON, max_exponent=20.0):
     `g = sigmoid(gate_logits)`, broadcast against the output. The clipped
     exponent bounds `m` by `exp(max_exponent)`, so the output never overflows.
     """
-    log_product = ops.minimum(
-        ops.matmul(log_magnitude(x, epsilon), mul_w), max_exponent
-    )
+    log_product = ops.minimum(matmul(log_magnitude(x, epsilon), mul_w), max_exponent)
     gate = ops.sigmoid(gate_logits)
     multiplicative = ops.exp(log_product) * sign_product(x, mul_w)
     return gate * nac(x, w) + (1.0 - gate) * multiplicative
@@ -207,7 +229,7 @@ def nmru(x, w, epsilon=DEFAULT_EPSILON, sign_retrieval=False):
     if not sign_retrieval:
         return nmu(z, w)
     w = clip_weight(w, 0.0, 1.0)
-    sign = ops.cos(np.pi * ops.matmul(ops.cast(z < 0, z.dtype), w))
+    sign = ops.cos(np.pi * matmul(ops.cast(z < 0, z.dtype), w))
     return _gated_product(ops.abs(z), w) * sign
 
 
@@ -234,8 +256,8 @@ def real_npu(
         gate = ops.expand_dims(clip_weight(gate, 0.0, 1.0), -2)  # against the batch
         magnitude = gate * magnitude + (1.0 - gate)
         negative = gate * negative
-    log_product = ops.matmul(ops.log(ops.maximum(magnitude, epsilon)), w)
-    sign = ops.cos(np.pi * ops.matmul(negative, w))
+    log_product = matmul(ops.log(ops.maximum(magnitude, epsilon)), w)
+    sign = ops.cos(np.pi * matmul(negative, w))
     return ops.exp(ops.minimum(log_product, max_exponent)) * sign
 
 

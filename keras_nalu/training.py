@@ -9,19 +9,22 @@ loop need the tensorflow backend). With the default strategy or
 not support, it is `keras_nalu.distribute.Trainer.fit`, the same loop written
 out. The callbacks see the same calls either way.
 
-After every epoch, `fit` saves one `tf.train.Checkpoint` through a
-`tf.train.CheckpointManager` (keeping one): the model's variables (its weights
-and the states of its random generators, e.g. dropout's), the optimizer's
-variables (step, learning rate, moments), the epoch, the history, the
-divergence, the run's `config` and the callbacks' states. TensorFlow writes a
-checkpoint's files under a new name, then records it in the folder's
-`checkpoint` file by an atomic rename, then deletes the previous one, so a kill
-at any instant leaves a whole checkpoint, everything in it from one epoch. Run
-again with the same `checkpoint_dir` and `config`, `fit` resumes at the epoch
-after the last checkpoint. Each epoch's batches come from `data_fn(epoch)`,
-so when they depend only on the epoch (fresh batches drawn from a seed and
-the epoch, or a fixed dataset in a fixed order) the resumed run ends with the
-same weights as an uninterrupted one.
+After every epoch, `fit` saves the run's `keras_nalu.checkpoints.Checkpoint`:
+the model's variables (its weights and the states of its random generators,
+e.g. dropout's), the optimizer's variables (step, learning rate, moments), the
+epoch, the history, the divergence, the run's `config` and the callbacks'
+states, in one file written under a temporary name and renamed over the
+previous one, so a kill at any instant leaves a whole checkpoint, everything
+in it from one epoch. The folder is checked writable before the first epoch.
+Run again with the same `checkpoint_dir` and `config`, `fit` resumes at the
+epoch after the last checkpoint. Each epoch's batches come from
+`data_fn(epoch)`, so when they depend only on the epoch (fresh batches drawn
+from a seed and the epoch, or a fixed dataset in a fixed order) the resumed
+run ends with the same weights as an uninterrupted one.
+
+On jax and torch `fit` needs no TensorFlow (it is imported only for a
+`tf.distribute` strategy or the custom loop, which need the tensorflow
+backend).
 
 `keras.callbacks.BackupAndRestore` is not used: it runs only inside
 `model.fit`, not in the custom multi-worker loop; it overwrites its weights
@@ -45,29 +48,20 @@ import functools
 import json
 import math
 import numbers
-import re
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from keras_nalu import _validation, distribute
+from keras_nalu import _validation
+from keras_nalu.checkpoints import Checkpoint
 
 LOOPS = ("auto", "fit", "custom")
+# The names of the strategies `fit` takes (`keras_nalu.distribute.make_strategy`).
+STRATEGIES = ("default", "mirrored", "multi-worker")
 VERBOSITIES = ("auto", 0, 1, 2)
-# The files a `tf.train.CheckpointManager` (its default `checkpoint_name`,
-# "ckpt") writes: the checkpoints, their folders of parts while being
-# written, and the `checkpoint` file naming the latest (with its temporary
-# file while being replaced).
-_CHECKPOINT_FILES = re.compile(
-    r"ckpt-\d+\.index|ckpt-\d+\.data-\d{5}-of-\d{5}|checkpoint(\.tmp[0-9a-f]{32})?"
-)
-_CHECKPOINT_PARTS = re.compile(r"ckpt-\d+_temp")
-_CHECKPOINT_PART = re.compile(r"part-\d{5}-of-\d{5}(\.index|\.data-\d{5}-of-\d{5})")
 
 
 def _duration(seconds):
@@ -88,10 +82,54 @@ def _value(value):
     return str(value)
 
 
+def _optimizer_of(model):
+    """`model.optimizer` when Keras compiled it, else the optimizer of the
+    `keras_nalu.distribute.Trainer` training it (looked up only where that
+    TensorFlow module was imported: no `Trainer` exists otherwise), else
+    `None`."""
+    optimizer = getattr(model, "optimizer", None)
+    trainers = sys.modules.get("keras_nalu.distribute")
+    if optimizer is None and trainers is not None:
+        return trainers.optimizer_of(model)
+    return optimizer
+
+
+def _build(model_fn, optimizer_fn, scope=None):
+    """Calls `model_fn` and `optimizer_fn` inside `scope` (a context manager,
+    e.g. a `tf.distribute` strategy's scope, or `None`) and builds the
+    optimizer for the model; returns `(model, optimizer)`.
+
+    Raises a clear error unless `model_fn` returns a built `keras.Model` and
+    `optimizer_fn` a `keras.optimizers.Optimizer`.
+    """
+    with scope if scope is not None else contextlib.nullcontext():
+        model = model_fn()
+        if not isinstance(model, keras.Model):
+            raise _validation._invalid(
+                "model_fn", "a function returning a keras.Model", model
+            )
+        if not model.built:
+            raise ValueError(
+                "Received an invalid value for `model_fn`, expected a "
+                "function returning a built keras.Model (start it with "
+                f"keras.Input). Received: a model that is not built, {model!r}"
+            )
+        optimizer = optimizer_fn()
+        if not isinstance(optimizer, keras.optimizers.Optimizer):
+            raise _validation._invalid(
+                "optimizer_fn",
+                "a function returning a keras.optimizers.Optimizer",
+                optimizer,
+            )
+        # Slot variables must exist before the first (compiled) step.
+        optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
 def training_step(model):
     """The training steps `model` has taken (its optimizer's iterations), under
     `model.fit` or `fit`'s custom loop, or `None` when nothing trains it."""
-    optimizer = distribute.optimizer_of(model)
+    optimizer = _optimizer_of(model)
     if optimizer is None:
         return None
     return int(keras.ops.convert_to_numpy(optimizer.iterations))
@@ -259,7 +297,7 @@ def moving_averages(model, optimizer=None):
         ValueError: The optimizer keeps no moving averages.
     """
     if optimizer is None:
-        optimizer = distribute.optimizer_of(model)
+        optimizer = _optimizer_of(model)
     if not _uses_ema(optimizer):
         raise _validation._invalid(
             "optimizer", "an optimizer with use_ema=True", optimizer
@@ -397,24 +435,12 @@ def fit(
         raise _validation._invalid(
             "config", f"a JSON-serializable value ({error})", config
         ) from None
-    strategy = distribute.get_strategy(strategy)
-    custom = loop == "custom" or (
-        loop == "auto" and distribute.is_multi_worker(strategy)
-    )
-    backend = keras.backend.backend()
-    if backend != "tensorflow" and (custom or _distributed(strategy)):
-        raise ValueError(
-            "tf.distribute strategies and the custom loop need the tensorflow "
-            f"backend; this process runs KERAS_BACKEND={backend!r}. Received: "
-            f"strategy={type(strategy).__name__}, loop={loop!r}. On {backend}, "
-            "train with the default strategy and loop='fit' or 'auto'."
-        )
-
+    strategy, custom = _strategy_and_loop(strategy, loop)
     if custom:
-        trainer = distribute.Trainer(model_fn, loss, optimizer_fn, strategy)
+        trainer = strategy.trainer(model_fn, loss, optimizer_fn)
         model, optimizer = trainer.model, trainer.optimizer
     else:
-        model, optimizer = distribute.build_in_scope(strategy, model_fn, optimizer_fn)
+        model, optimizer = _build(model_fn, optimizer_fn, strategy.scope())
         with strategy.scope():
             model.compile(
                 optimizer=optimizer, loss=loss, steps_per_execution=steps_per_execution
@@ -423,6 +449,8 @@ def fit(
     checkpoint = None
     if checkpoint_dir is not None:
         checkpoint = _RunCheckpoint(checkpoint_dir, model, optimizer, config)
+        if strategy.is_chief():
+            checkpoint.check_writable()
     start, history, divergence = 0, {}, None
     saved = None if checkpoint is None else checkpoint.restore(callbacks)
     if saved is not None:
@@ -459,87 +487,107 @@ def fit(
             history.setdefault(name, []).extend(float(v) for v in values)
         divergence = guard.message
         epoch += 1
-        if checkpoint is not None and distribute.is_chief(strategy):
+        if checkpoint is not None and strategy.is_chief():
             checkpoint.save(epoch, history, divergence, callbacks)
     if averages is not None:
         averages.finish()
     return FitResult(model, history, epoch, start, divergence)
 
 
-def _distributed(strategy):
-    """Whether `strategy` is another than TensorFlow's default one."""
-    return type(strategy) is not type(tf.distribute.get_strategy())
+class _NoStrategy:
+    """What `fit` asks of a strategy, where none is used: on jax and torch,
+    or the default one, without importing TensorFlow."""
+
+    def scope(self):
+        return contextlib.nullcontext()
+
+    def is_chief(self):
+        return True
+
+
+class _TensorFlowStrategy:
+    """What `fit` asks of a `tf.distribute` strategy (`keras_nalu.distribute`,
+    imported here: only this path needs TensorFlow)."""
+
+    def __init__(self, strategy):
+        from keras_nalu import distribute
+
+        self._distribute = distribute
+        self.strategy = distribute.get_strategy(strategy)
+
+    def scope(self):
+        return self.strategy.scope()
+
+    def is_chief(self):
+        return self._distribute.is_chief(self.strategy)
+
+    def is_multi_worker(self):
+        return self._distribute.is_multi_worker(self.strategy)
+
+    def is_distributed(self):
+        """Whether it is another than TensorFlow's default strategy."""
+        default = self._distribute.get_strategy(None)
+        return type(self.strategy) is not type(default)
+
+    def trainer(self, model_fn, loss, optimizer_fn):
+        return self._distribute.Trainer(model_fn, loss, optimizer_fn, self.strategy)
+
+
+def _strategy_and_loop(strategy, loop):
+    """`(strategy, custom)`: the strategy `fit` trains under (a `_NoStrategy`
+    for `None` or `"default"` on jax and torch, which need no TensorFlow) and
+    whether it runs the custom loop; raises where the backend cannot."""
+    backend = keras.backend.backend()
+    if isinstance(strategy, str):
+        _validation.one_of("strategy", strategy, STRATEGIES)
+    if backend != "tensorflow" and (strategy is None or isinstance(strategy, str)):
+        if loop != "custom" and strategy in (None, "default"):
+            return _NoStrategy(), False
+        _refuse_backend(backend, strategy, loop)  # without importing TensorFlow
+    wrapped = _TensorFlowStrategy(strategy)
+    custom = loop == "custom" or (loop == "auto" and wrapped.is_multi_worker())
+    if backend != "tensorflow" and (custom or wrapped.is_distributed()):
+        _refuse_backend(backend, type(wrapped.strategy).__name__, loop)
+    return wrapped, custom
+
+
+def _refuse_backend(backend, strategy, loop):
+    raise ValueError(
+        "tf.distribute strategies and the custom loop need the tensorflow "
+        f"backend; this process runs KERAS_BACKEND={backend!r}. Received: "
+        f"strategy={strategy}, loop={loop!r}. On {backend}, train with the "
+        "default strategy and loop='fit' or 'auto'."
+    )
 
 
 def remove_checkpoint(checkpoint_dir):
-    """Deletes the checkpoints in `checkpoint_dir`, then the folder if empty.
+    """Deletes the checkpoint in `checkpoint_dir`, then the folder if empty.
 
-    Deletes only the files a `tf.train.CheckpointManager` with the default
-    `checkpoint_name` writes there (as `fit` does), including those a kill
-    while saving leaves; other files are never touched.
+    Deletes only the checkpoint `fit` writes there, what a kill while saving
+    leaves, and the TensorFlow-format checkpoint files of keras_nalu 0.2 and
+    earlier; other files are never touched.
 
     Args:
         checkpoint_dir: The folder, as passed to `fit`. It may not exist.
     """
-    folder = Path(checkpoint_dir)
-    if not folder.is_dir():
-        return
-    for path in folder.iterdir():
-        if path.is_file() and _CHECKPOINT_FILES.fullmatch(path.name):
-            path.unlink()
-        elif path.is_dir() and _CHECKPOINT_PARTS.fullmatch(path.name):
-            for part in path.iterdir():
-                if part.is_file() and _CHECKPOINT_PART.fullmatch(part.name):
-                    part.unlink()
-            if not any(path.iterdir()):
-                path.rmdir()
-    if not any(folder.iterdir()):
-        folder.rmdir()
+    Checkpoint(checkpoint_dir).remove()
 
 
-class _RunCheckpoint:
-    """`fit`'s checkpoints in `directory`, through a `tf.train.CheckpointManager`.
-
-    One `tf.train.Checkpoint` holds copies of the model's and the optimizer's
-    Keras variables (listed, because the object graph of the model does not
-    reach a `SeedGenerator`'s state; copied into `tf.Variable`s, so that the
-    same checkpoint is written and resumed on every Keras backend), the
-    epoch, the history, the divergence and the `config` as JSON strings, the
-    callbacks' states, and a `layout` (the variables' shapes and dtypes, the
-    callbacks' state names and dtypes) read first to check a resume.
-    """
+class _RunCheckpoint(Checkpoint):
+    """`fit`'s checkpoint in `directory`: the values of the model's and the
+    optimizer's Keras variables (listed, because the object graph of the model
+    does not reach a `SeedGenerator`'s state), the callbacks' states, and as
+    JSON the epoch, the history, the divergence, the `config` and a `layout`
+    (the variables' shapes and dtypes) checked before a resume."""
 
     def __init__(self, directory, model, optimizer, config):
-        self.directory = str(directory)
+        super().__init__(directory)
         self.config = json.dumps(config, sort_keys=True)
         self.variables = [*model.variables, *optimizer.variables]
         self.signature = [[list(v.shape), str(v.dtype)] for v in self.variables]
-        # The Keras variables of a JAX or torch model are not TensorFlow
-        # trackables: the checkpoint holds TensorFlow copies of their values.
-        self.copies = [
-            tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False)
-            for v in self.variables
-        ]
-        self.metadata = {
-            "epoch": tf.Variable(0, dtype=tf.int64, trainable=False),
-            # JSON strings; "" (no JSON value) until saved or restored.
-            **{
-                name: tf.Variable("", trainable=False)
-                for name in ("history", "divergence", "config", "layout")
-            },
-        }
-        self.checkpoint = tf.train.Checkpoint(
-            model=self.copies[: len(model.variables)],
-            optimizer=self.copies[len(model.variables) :],
-            callbacks={},
-            **self.metadata,
-        )
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, self.directory, max_to_keep=1
-        )
 
     def restore(self, callbacks):
-        """Restores the latest checkpoint into the variables and `callbacks`.
+        """Restores the checkpoint into the variables and `callbacks`.
 
         Returns:
             `(epoch, history, divergence)`, or `None` when there is no
@@ -547,86 +595,55 @@ class _RunCheckpoint:
 
         Raises:
             ValueError: The checkpoint holds other variables (another model
-                or optimizer wrote it).
+                or optimizer wrote it), or is not one `fit` can read.
         """
-        path = self.manager.latest_checkpoint
-        if path is None:
+        saved = self.load()
+        if saved is None:
             return None
-        tf.train.Checkpoint(**self.metadata).read(path).expect_partial()
-        if self.metadata["config"].numpy().decode() != self.config:
+        values, named, state = saved
+        if state.get("config") != self.config:
             warnings.warn(
                 f"The checkpoint in {self.directory} was made with another "
                 "configuration: starting afresh (it will be replaced).",
                 stacklevel=3,
             )
             return None
-        layout = json.loads(self.metadata["layout"].numpy().decode())
-        if layout["variables"] != self.signature:
+        if state["variables"] != self.signature:
             raise ValueError(
                 f"The checkpoint in {self.directory} holds "
-                f"{len(layout['variables'])} variables but this model and "
+                f"{len(state['variables'])} variables but this model and "
                 f"optimizer have {len(self.signature)} (or of other shapes or "
                 "dtypes); it was written by another model. Delete it or use "
                 "another checkpoint_dir."
             )
-        states = {
-            index: {
-                key: tf.Variable(
-                    tf.zeros([], dtype), shape=tf.TensorShape(None), trainable=False
-                )
-                for key, dtype in keys.items()
-            }
-            for index, keys in layout["callbacks"].items()
-        }
-        self.checkpoint.callbacks = states
-        # Created now (a save made it), so that it is restored and the check
-        # that the checkpoint and the objects match is complete.
-        _ = self.checkpoint.save_counter
-        self.checkpoint.read(path).assert_consumed()
-        for variable, copy in zip(self.variables, self.copies, strict=True):
-            variable.assign(copy.numpy())
+        for variable, value in zip(self.variables, values, strict=True):
+            variable.assign(value)
         for i, callback in enumerate(callbacks):
             if hasattr(callback, "set_checkpoint_state"):
+                prefix = f"{i}/"
                 callback.set_checkpoint_state(
                     {
-                        key: np.asarray(variable.numpy())
-                        for key, variable in states.get(str(i), {}).items()
-                    }
+                        k[len(prefix) :]: v
+                        for k, v in named.items()
+                        if k.startswith(prefix)
+                    }  # fmt: skip
                 )
-        return (
-            int(self.metadata["epoch"].numpy()),
-            json.loads(self.metadata["history"].numpy()),
-            json.loads(self.metadata["divergence"].numpy()),
-        )
+        return state["epoch"], state["history"], state["divergence"]
 
     def save(self, epoch, history, divergence, callbacks):
-        """Saves a checkpoint of the end of epoch `epoch` (1-based)."""
-        states = {
-            str(i): {
-                key: tf.Variable(
-                    np.asarray(value), shape=tf.TensorShape(None), trainable=False
-                )
-                for key, value in callback.get_checkpoint_state().items()
-            }
+        """Saves the checkpoint of the end of epoch `epoch` (1-based)."""
+        named = {
+            f"{i}/{key}": np.asarray(value)
             for i, callback in enumerate(callbacks)
             if hasattr(callback, "get_checkpoint_state")
+            for key, value in callback.get_checkpoint_state().items()
         }
-        layout = {
+        state = {
+            "epoch": epoch,
+            "history": history,
+            "divergence": divergence,
+            "config": self.config,
             "variables": self.signature,
-            "callbacks": {
-                index: {key: v.dtype.name for key, v in keys.items()}
-                for index, keys in states.items()
-            },
         }
-        self.checkpoint.callbacks = states
-        for variable, copy in zip(self.variables, self.copies, strict=True):
-            copy.assign(keras.ops.convert_to_numpy(variable))
-        for name, value in (
-            ("epoch", epoch),
-            ("history", json.dumps(history)),
-            ("divergence", json.dumps(divergence)),
-            ("config", self.config),
-            ("layout", json.dumps(layout)),
-        ):
-            self.metadata[name].assign(value)
-        self.manager.save(checkpoint_number=epoch)
+        values = [keras.ops.convert_to_numpy(v) for v in self.variables]
+        super().save(values, state, named=named)

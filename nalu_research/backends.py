@@ -62,6 +62,7 @@ DEFAULTS = {
     "demo": "tensorflow",
     "division_benchmark": "tensorflow",  # the seed-batched engine, as above
     "first_contact": "tensorflow",  # the default backend, as a user meets it
+    "gpu_check": "jax",  # its workers choose their own, jax and torch
     "grid_world": "tensorflow",  # the rows above
     "identity_extrapolation": "tensorflow",
     "mnist_counting": "tensorflow",

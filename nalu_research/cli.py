@@ -3,6 +3,8 @@ and the options and steps around `keras_nalu.training.fit` (strategy,
 checkpoints, divergence)."""
 
 import argparse
+import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -10,8 +12,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_nalu.distribute import STRATEGIES, is_chief, make_strategy
-from keras_nalu.training import remove_checkpoint
+from keras_nalu.training import STRATEGIES, remove_checkpoint
 from nalu_research.backends import BACKENDS, DEFAULTS, TENSORFLOW_ONLY
 from nalu_research.monitoring import add_tensorboard_argument
 
@@ -186,8 +187,11 @@ def can_export(what):
     tensorflow and jax, not on torch); when it does not, prints that `what`
     (e.g. "the models") is not exported, and how to export it."""
     backend = keras.backend.backend()
-    if backend in ("tensorflow", "jax"):
+    if backend in ("tensorflow", "jax") and importlib.util.find_spec("tensorflow"):
         return True
+    if backend in ("tensorflow", "jax"):
+        print(f"\nNo SavedModel export of {what}: TensorFlow is not installed.")
+        return False
     print(
         f"\nNo SavedModel export of {what} on the {backend} backend (Keras "
         "exports from tensorflow and jax): add --backend tensorflow to export."
@@ -245,6 +249,23 @@ def stream_epochs(args, batches):
     return len(lengths), data_fn
 
 
+class Shuffled(keras.utils.PyDataset):
+    """The batches of one epoch over the arrays `(x, y)`, in the order of a
+    permutation drawn from `seed` (the same order whenever it is asked for)."""
+
+    def __init__(self, x, y, batch_size, seed):
+        super().__init__()
+        self.x, self.y, self.batch_size = x, y, batch_size
+        self.order = np.random.default_rng(seed).permutation(len(y))
+
+    def __len__(self):
+        return -(-len(self.y) // self.batch_size)
+
+    def __getitem__(self, i):
+        index = self.order[i * self.batch_size : (i + 1) * self.batch_size]
+        return self.x[index], self.y[index]
+
+
 def mean_over_steps(args, epoch_means):
     """The mean over all the steps trained, from each epoch's mean (as Keras
     reports the loss), or `None` before any epoch."""
@@ -270,7 +291,38 @@ def create_strategy(args):
             file=sys.stderr,
         )
         raise SystemExit(2)
+    if args.strategy == "default" and backend != "tensorflow":
+        return None  # `training.fit`'s own: no TensorFlow imported
+    from keras_nalu.distribute import make_strategy
+
     return make_strategy(args.strategy)
+
+
+# `keras_nalu.distribute`'s answers for the strategy of `create_strategy`,
+# without importing TensorFlow where there is none (`None`: jax and torch).
+
+
+def _distribute():
+    from keras_nalu import distribute
+
+    return distribute
+
+
+def is_chief(strategy=None):
+    """Whether this process writes the run's files (`distribute.is_chief`)."""
+    return strategy is None or _distribute().is_chief(strategy)
+
+
+def worker_index(strategy=None):
+    """`(index, count)` of this worker (`distribute.worker_index`)."""
+    return (0, 1) if strategy is None else _distribute().worker_index(strategy)
+
+
+def gather_json(value, strategy=None):
+    """Every worker's `value`, in worker order (`distribute.gather_json`)."""
+    if strategy is None:
+        return [json.loads(json.dumps(value))]
+    return _distribute().gather_json(value, strategy)
 
 
 class Checkpoints:

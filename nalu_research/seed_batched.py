@@ -22,9 +22,9 @@ statelessly), compiled by the backend's own compiler: `jax.jit`,
 drawn inside the compiled loop by a counter-based hash of `(run, step,
 element)` (`counter_uniform`), so a run's stream depends only on its seed and
 operation and on the step, never on the runs beside it, and a resumed run
-draws the same batches. `StaticBenchmark.run` checkpoints with
-`tf.train.Checkpoint` and `tf.train.CheckpointManager` (TensorFlow copies of
-the variables, on every backend).
+draws the same batches. `StaticBenchmark.run` checkpoints through
+`keras_nalu.checkpoints.Checkpoint`, the mechanism `keras_nalu.training.fit`
+uses; on jax and torch nothing here imports TensorFlow.
 """
 
 import functools
@@ -34,7 +34,6 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from keras_nalu import (
@@ -49,6 +48,7 @@ from keras_nalu import (
     snap_weights,
 )
 from keras_nalu import ops as nalu_ops
+from keras_nalu.checkpoints import Checkpoint
 from keras_nalu.initializers import NMUUniform
 from nalu_research import _checks
 from nalu_research.tasks.metrics import paper_scale, sparsity_error, success_threshold
@@ -292,12 +292,12 @@ def forward(model, params, x, options=None, training=False):
         for layer, kind in enumerate(UNIT_MODELS[model]):
             h = _apply_layer(kind, params, layer, h, options, training)
         return h
-    h = ops.add(ops.matmul(x, params["kernel_0"]), params["bias_0"][:, None, :])
+    h = ops.add(nalu_ops.matmul(x, params["kernel_0"]), params["bias_0"][:, None, :])
     if model == "crelu":
         h = ops.concatenate([ops.relu(h), ops.relu(-h)], axis=-1)
     else:
         h = keras.activations.get(model)(h)
-    return ops.add(ops.matmul(h, params["kernel_1"]), params["bias_1"][:, None, :])
+    return ops.add(nalu_ops.matmul(h, params["kernel_1"]), params["bias_1"][:, None, :])
 
 
 def layer_penalty(model, params, layer, options=None):
@@ -437,6 +437,8 @@ def _value_and_grad(fn):
             f"backends. Received: KERAS_BACKEND={backend!r}"
         )
 
+    import tensorflow as tf
+
     def tf_value_and_grad(params, *args):
         with tf.GradientTape() as tape:
             tape.watch(params)
@@ -455,6 +457,8 @@ def _compiled(fn):
 
         return jax.jit(fn)
     if backend == "tensorflow":
+        import tensorflow as tf
+
         return tf.function(fn, jit_compile=True)
     return fn
 
@@ -671,20 +675,6 @@ class StaticBenchmark:
             if v is self.optimizer.iterations
         )
         self._variables = [*self.params.values(), *self.optimizer.variables]
-        # What a checkpoint holds: TensorFlow copies of those variables (a
-        # JAX or torch variable is no TensorFlow trackable), the run's
-        # configuration (checked before a resume) and the history, as JSON.
-        self._copies = [
-            tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False)
-            for v in self._variables
-        ]
-        self._written_config = tf.Variable("", dtype=tf.string, trainable=False)
-        self._written_state = tf.Variable("", dtype=tf.string, trainable=False)
-        self._checkpoint = tf.train.Checkpoint(
-            variables=self._copies,
-            config=self._written_config,
-            state=self._written_state,
-        )
         # JAX and torch train on values (Keras's stateless optimizer step;
         # on torch 2.6 times faster here than updating in place); Keras's
         # TensorFlow optimizer has no stateless step: it updates in place.
@@ -704,7 +694,7 @@ class StaticBenchmark:
         return self.tasks[[op for op, _ in self.runs].index(operation)]
 
     def _targets(self, x):
-        ab = ops.matmul(x, self._masks)  # (runs, batch, 2): a and b
+        ab = nalu_ops.matmul(x, self._masks)  # (runs, batch, 2): a and b
         a, b = ab[..., :1], ab[..., 1:]
         every = ops.concatenate([f(a, b) for f in OPERATIONS.values()], axis=-1)
         # Select by `where`, not by multiplying: the other operations may be
@@ -819,33 +809,32 @@ class StaticBenchmark:
         mse = self._evaluate({k: v.value for k, v in self.params.items()})
         return {k: ops.convert_to_numpy(v) for k, v in mse.items()}
 
-    def _restore(self, manager, config):
-        """Restores the latest checkpoint of `manager` if it was written for
-        `config`; returns its JSON state, or None (no checkpoint, or one of
-        another configuration: training starts afresh)."""
-        path = manager.latest_checkpoint
-        if path is None:
+    def _restore(self, checkpoint, config):
+        """Restores `checkpoint` if it was written for `config`; returns its
+        JSON state, or None (no checkpoint, or one of another configuration:
+        training starts afresh)."""
+        saved = checkpoint.load()
+        if saved is None:
             return None
-        written_for = tf.Variable("", dtype=tf.string, trainable=False)
-        tf.train.Checkpoint(config=written_for).read(path).expect_partial()
-        if written_for.numpy().decode() != config:
+        values, _, state = saved
+        if state["config"] != config:
             logger.warning(
                 "The checkpoint %s is from another configuration: starting afresh.",
-                path,
+                checkpoint.path,
             )
             return None
-        try:
-            self._checkpoint.restore(path).assert_consumed()
-        except (AssertionError, ValueError, tf.errors.OpError) as error:
-            # unmatched objects, shapes or dtypes
+        layout = [(tuple(v.shape), str(v.dtype)) for v in self._variables]
+        found = [(v.shape, str(v.dtype)) for v in values]
+        if found != layout:
             raise ValueError(
-                f"The checkpoint {path} does not hold this benchmark's weights "
-                "and optimizer state; it was written by another model. Delete "
-                f"it or use another checkpoint directory. ({error})"
-            ) from error
-        for variable, copy in zip(self._variables, self._copies, strict=True):
-            variable.assign(copy.numpy())
-        return json.loads(self._written_state.numpy().decode())
+                f"The checkpoint {checkpoint.path} does not hold this benchmark's "
+                "weights and optimizer state; it was written by another model. "
+                f"Delete it or use another checkpoint directory. (It holds "
+                f"{found}; this benchmark has {layout}.)"
+            )
+        for variable, value in zip(self._variables, values, strict=True):
+            variable.assign(value)
+        return state
 
     def run(
         self, iterations, eval_every=1000, on_eval=None, checkpoint=None, progress=None
@@ -859,8 +848,8 @@ class StaticBenchmark:
 
         With `checkpoint` (a directory), the state of every run (weights,
         Adam's variables, the step) and the history so far are saved there
-        after every evaluation by a `tf.train.CheckpointManager` (keeping the
-        latest, written atomically), and a later call with the same benchmark
+        after every evaluation by a `keras_nalu.checkpoints.Checkpoint` (one
+        file, replaced atomically), and a later call with the same benchmark
         and arguments resumes from it: every batch is drawn from its step, so
         the result is that of an uninterrupted run. A checkpoint of another
         configuration is ignored (a warning is logged) and replaced.
@@ -883,12 +872,11 @@ class StaticBenchmark:
             {**self._config, "iterations": iterations, "eval_every": eval_every},
             sort_keys=True,
         )
-        manager = saved = None
+        saved = None
         if checkpoint is not None:
-            manager = tf.train.CheckpointManager(
-                self._checkpoint, str(checkpoint), max_to_keep=1
-            )
-            saved = self._restore(manager, config)
+            checkpoint = Checkpoint(checkpoint)
+            checkpoint.check_writable()
+            saved = self._restore(checkpoint, config)
         if saved is not None:
             seconds, done = saved["seconds"], saved["done"]
             history = [
@@ -911,20 +899,17 @@ class StaticBenchmark:
                     on_eval(history[-1])
                 if progress is not None:
                     progress.update(done, self.progress_values(history[-1]))
-                if manager is not None:
+                if checkpoint is not None:
                     as_json = [
                         {k: np.asarray(v).tolist() if k in self.test_sets else v
                          for k, v in entry.items()}
                         for entry in history
                     ]  # fmt: skip
-                    state = {"history": as_json, "seconds": seconds, "done": done}
-                    for variable, copy in zip(
-                        self._variables, self._copies, strict=True
-                    ):
-                        copy.assign(ops.convert_to_numpy(variable))
-                    self._written_config.assign(config)
-                    self._written_state.assign(json.dumps(state))
-                    manager.save(checkpoint_number=done)
+                    state = {"history": as_json, "seconds": seconds, "done": done,
+                             "config": config}  # fmt: skip
+                    checkpoint.save(
+                        [ops.convert_to_numpy(v) for v in self._variables], state
+                    )
             if done >= iterations:
                 break
             chunk = min(eval_every - done % eval_every, iterations - done)

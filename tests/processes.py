@@ -4,46 +4,69 @@ import signal
 import subprocess
 import time
 
-import tensorflow as tf
+from keras_nalu.checkpoints import FILENAME, Checkpoint
 
 
-def kill_when_written(command, path, env, timeout=120, containing=None):
-    """Starts `command`, waits until the file `path` exists (its first
-    checkpoint) and, with `containing`, holds that text (e.g. a
-    `tf.train.CheckpointManager`'s `checkpoint` file naming the checkpoint
-    it finished), then kills it with SIGKILL, as a crash or a preemption
-    would."""
+def blocking_imports(*packages):
+    """Python source that makes `packages` unimportable in the process that
+    runs it (first, before any import), for the tests of what the package
+    needs. A probe that only looks for one (torch's dynamo asks
+    `importlib.util.find_spec` for sklearn) finds a spec without an origin;
+    loading it fails as a missing package does."""
+    return f"""
+import importlib.abc, importlib.machinery, sys
+BLOCKED = {set(packages)!r}
+
+class Refuse(importlib.abc.Loader):
+    def create_module(self, spec):
+        raise ImportError(f"No module named {{spec.name!r}} (blocked for this test)")
+
+    def exec_module(self, module):
+        pass
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            return importlib.machinery.ModuleSpec(name, Refuse())
+
+sys.meta_path.insert(0, Block())
+"""
+
+
+def kill_when_written(command, folder, env, timeout=120, when=None):
+    """Starts `command`, waits until the checkpoint folder `folder` holds a
+    checkpoint (its first) and, with `when`, until `when(state)` is true of
+    its JSON state (e.g. a step reached), then kills it with SIGKILL, as a
+    crash or a preemption would."""
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
 
     def written():
-        try:
-            return path.exists() and (
-                containing is None or containing in path.read_text()
-            )
-        except FileNotFoundError:  # replaced while read
+        if not (folder / FILENAME).exists():
             return False
+        return when is None or when(checkpoint_state(folder))
 
     try:
         deadline = time.monotonic() + timeout
         while not written() and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert written(), f"no checkpoint was written at {path}"
+        assert written(), f"no checkpoint was written in {folder}"
         process.send_signal(signal.SIGKILL)
     finally:
         process.kill()
         process.wait()
 
 
+def checkpoint_state(folder):
+    """The JSON state of the checkpoint in `folder`."""
+    return Checkpoint(folder).load()[2]
+
+
 def checkpoint_epoch(folder):
-    """The epochs completed at the latest checkpoint `training.fit` saved in
-    `folder`: its `epoch` variable, named as `tf.train.list_variables` shows."""
-    return int(
-        tf.train.load_checkpoint(str(folder)).get_tensor(
-            "epoch/.ATTRIBUTES/VARIABLE_VALUE"
-        )
-    )
+    """The epochs completed at the checkpoint `training.fit` saved in
+    `folder`."""
+    return checkpoint_state(folder)["epoch"]
 
 
 def tensorboard_scalars(folder):

@@ -111,7 +111,7 @@ def test_demo_prints_every_model_and_serves_every_export(reference):
 def test_killed_demo_resumes_to_the_uninterrupted_results(reference, tmp_path):
     reference_dir, _ = reference
     command = run_demo(tmp_path, "killed")
-    # Killed once the third model's checkpoint folder appears (maybe mid-write).
+    # Killed once the third model has written its first checkpoint.
     third = tmp_path / "killed_checkpoints" / "a+b" / "NAU" / "0"
     kill_when_written(command, third, ENV)
     result = subprocess.run(

@@ -117,9 +117,9 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
 
-    state = tmp_path / "killed_checkpoints" / "mul" / "nalu" / "1" / "checkpoint"
+    state = tmp_path / "killed_checkpoints" / "mul" / "nalu" / "1"
     kill_when_written(command("killed"), state, env)
-    killed_at = 500 * checkpoint_epoch(state.parent)
+    killed_at = 500 * checkpoint_epoch(state)
     assert 0 < killed_at < 6000 and not (tmp_path / "killed_model").exists()
 
     resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)

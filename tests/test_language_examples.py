@@ -143,7 +143,7 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
     }  # fmt: skip
     assert "configuration 1/1 (LSTM + NALU, size 8, lr 0.2) - " in whole.stdout
 
-    state = tmp_path / "killed_checkpoints" / "nalu" / "8" / "0.2" / "checkpoint"
+    state = tmp_path / "killed_checkpoints" / "nalu" / "8" / "0.2"
     kill_when_written(command("killed"), state, ENV)
     assert not (tmp_path / "killed.json").exists()
 

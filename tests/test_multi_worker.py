@@ -196,7 +196,7 @@ def test_two_workers_match_a_single_process_run(tmp_path):
     assert json.loads(str(single["gathered"])) == [{"worker": 0, "of": 1, "pad": "xxx"}]
     # Only the chief (worker 0) writes the checkpoint.
     written = [
-        (tmp_path / f"{name}.npz.checkpoint" / "checkpoint").exists()
+        (tmp_path / f"{name}.npz.checkpoint" / "checkpoint.npz").exists()
         for name in ("worker0", "worker1", "single")
     ]
     assert written == [True, False, True]

@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 from keras import ops
@@ -128,3 +129,25 @@ def test_a_factor_with_weight_one_keeps_every_digit_of_a_small_input():
     assert ops.convert_to_numpy(quotient)[0, 0] == np.float32(600.0) * np.float32(
         1 / np.float32(500.0)
     )
+
+
+@pytest.mark.backends
+def test_units_ask_jax_for_full_float32_matrix_products():
+    """On NVIDIA GPUs since Ampere, JAX's default float32 product is
+    TensorFloat-32 (10-bit mantissa): every product of the units asks for
+    the highest precision instead (`docs/gpu.md` has the measured effect)."""
+    if keras.backend.backend() != "jax":
+        pytest.skip("a JAX setting")
+    import jax
+
+    x, w = np.ones((2, 3), "float32"), np.ones((3, 1), "float32")
+    for unit in (nalu_ops.nac, nalu_ops.nau, nalu_ops.nalu, nalu_ops.real_npu):
+        args = (x, w, w) if unit is nalu_ops.nalu else (x, w)
+        if unit is nalu_ops.real_npu:
+            args = (x, w, np.ones((3,), "float32"))
+        jaxpr = str(jax.make_jaxpr(unit)(*args))
+        assert "dot_general" in jaxpr, unit
+        assert jaxpr.count("Precision.HIGHEST") == 2 * jaxpr.count("dot_general"), (
+            unit.__name__,
+            jaxpr,
+        )

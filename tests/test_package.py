@@ -15,6 +15,7 @@ import keras
 import pytest
 
 import keras_nalu
+from tests.processes import blocking_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "keras_nalu"
@@ -71,32 +72,17 @@ def test_every_public_layer_is_registered_under_the_package_name():
 
 
 # Importing the library with the harness and the research-only dependencies
-# made unimportable: it must neither need nor load any of them. A probe that
-# only looks for one (torch's dynamo asks `importlib.util.find_spec` for
-# sklearn) finds a spec without an origin; loading it fails.
-_ISOLATED_IMPORT = """
-import importlib.abc, importlib.machinery, sys
-BLOCKED = {"nalu_research", "tensorflow_datasets", "sklearn", "matplotlib"}
-
-class Refuse(importlib.abc.Loader):
-    def create_module(self, spec):
-        raise ImportError(f"blocked for this test: {spec.name}")
-
-    def exec_module(self, module):
-        pass
-
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            return importlib.machinery.ModuleSpec(name, Refuse())
-
-sys.meta_path.insert(0, Block())
+# made unimportable: it must neither need nor load any of them.
+_ISOLATED_IMPORT = (
+    blocking_imports("nalu_research", "tensorflow_datasets", "sklearn", "matplotlib")
+    + """
 import keras_nalu, keras_nalu.training, keras_nalu.distribute, keras_nalu.export
 import keras
 model = keras.Sequential([keras.Input((2,)), keras_nalu.NALU(1)])
 assert model.predict(keras.ops.ones((1, 2)), verbose=0).shape == (1, 1)
 print(sorted({name.split(".")[0] for name in sys.modules} & BLOCKED))
 """
+)
 
 
 @pytest.mark.backends

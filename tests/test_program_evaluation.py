@@ -180,9 +180,9 @@ def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
     for steps in scalars["lstm/1"].values():
         assert steps == list(range(10, 101, 10))
 
-    state = tmp_path / "killed_checkpoints" / "program" / "lstm" / "1" / "checkpoint"
+    state = tmp_path / "killed_checkpoints" / "program" / "lstm" / "1"
     kill_when_written(command("killed"), state, env)
-    killed_at = checkpoint_epoch(state.parent)  # epochs completed
+    killed_at = checkpoint_epoch(state)  # epochs completed
     assert 0 < killed_at < 10 and not (tmp_path / "killed.json").exists()
 
     resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)

@@ -4,10 +4,8 @@ loops (`model.fit` and the custom `distribute.Trainer` loop)."""
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_nalu import NALU, NAU, NMU, training
-from keras_nalu.distribute import Trainer
 from keras_nalu.training import Progress, fit, moving_averages, remove_checkpoint
 
 # The custom loop is `distribute.Trainer`, written with tf.distribute.
@@ -227,6 +225,10 @@ def test_moving_averages_need_an_optimizer_that_keeps_them():
 
 @pytest.mark.tensorflow
 def test_trainer_fit_ends_with_the_moving_averages_as_model_fit():
+    import tensorflow as tf
+
+    from keras_nalu.distribute import Trainer
+
     keras.utils.set_random_seed(3)
     model = nau_nmu()
     model.compile(optimizer=adam_ema(), loss="mse")
@@ -343,24 +345,17 @@ def test_a_checkpoint_of_another_model_is_refused(tmp_path):
         )
 
 
-def leave_a_half_written_checkpoint(folder, number):
-    """What a kill while saving checkpoint `number` leaves beside the previous
-    one: its parts, half of its merged files, and half of the new `checkpoint`
-    file that would have named it."""
-    parts = folder / f"ckpt-{number}_temp"
-    parts.mkdir()
-    (parts / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"half")
-    (parts / "part-00000-of-00001.index").write_bytes(b"half")
-    (folder / f"ckpt-{number}.index").write_bytes(b"half")
-    (folder / f"ckpt-{number}.data-00000-of-00001").write_bytes(b"half")
-    (folder / f"checkpoint.tmp{'0' * 32}").write_text("half")
+def leave_a_half_written_checkpoint(folder):
+    """What a kill while saving leaves beside the previous checkpoint: half of
+    the new one, under its temporary name."""
+    (folder / ".checkpoint-killed.partial").write_bytes(b"half")
 
 
 def test_a_kill_while_writing_leaves_the_previous_checkpoint(tmp_path):
     whole = train("fit")
     with pytest.raises(KeyboardInterrupt):
         train("fit", tmp_path, callbacks=[Interrupt(at=2)])
-    leave_a_half_written_checkpoint(tmp_path, 3)
+    leave_a_half_written_checkpoint(tmp_path)
     resumed = train("fit", tmp_path)
     assert resumed.resumed_at == 2  # and it saved over the half-written files
     for a, b in zip(weights(whole.model), weights(resumed.model), strict=True):
@@ -371,7 +366,10 @@ def test_a_kill_while_writing_leaves_the_previous_checkpoint(tmp_path):
 def test_remove_checkpoint_deletes_only_the_checkpoint(tmp_path):
     folder = tmp_path / "run"
     train("fit", folder)
-    leave_a_half_written_checkpoint(folder, EPOCHS + 1)
+    leave_a_half_written_checkpoint(folder)
+    # The files of TensorFlow's checkpoints, which versions up to 0.2 wrote.
+    (folder / "checkpoint").write_text("old")
+    (folder / "ckpt-3.index").write_text("old")
     (folder / "notes.txt").write_text("mine")
     remove_checkpoint(folder)
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
@@ -384,6 +382,8 @@ def test_remove_checkpoint_deletes_only_the_checkpoint(tmp_path):
 
 @pytest.mark.tensorflow
 def test_trainer_fit_runs_callbacks_and_stops_when_asked():
+    from keras_nalu.distribute import Trainer
+
     class StopAfter(keras.callbacks.Callback):
         def __init__(self):
             super().__init__()
@@ -416,6 +416,10 @@ def test_trainer_fit_runs_callbacks_and_stops_when_asked():
 
 @pytest.mark.tensorflow
 def test_trainer_fit_needs_steps_for_an_infinite_dataset():
+    import tensorflow as tf
+
+    from keras_nalu.distribute import Trainer
+
     dataset = tf.data.Dataset.from_tensors(Batches(0)[0]).repeat()
     trainer = Trainer(nau_nmu, "mse", adam)
     with pytest.raises(ValueError, match="steps_per_epoch=None"):
@@ -426,6 +430,8 @@ def test_trainer_fit_needs_steps_for_an_infinite_dataset():
 
 @pytest.mark.tensorflow
 def test_trainer_sums_a_list_of_losses():
+    import tensorflow as tf
+
     def two_outputs():
         x = keras.Input((4,))
         return keras.Model(x, [NAU(1)(x), NAU(1)(x)])
@@ -497,6 +503,8 @@ def test_a_list_of_one_loss_for_one_output_trains_alike_on_both_loops():
 @pytest.mark.tensorflow
 @pytest.mark.parametrize("loss", ["mse", keras.losses.MeanAbsoluteError()])
 def test_one_number_per_example_trains_alike_on_both_loops(loss):
+    import tensorflow as tf
+
     def scalar_output():
         x = keras.Input((4,))
         return keras.Model(x, keras.layers.Reshape(())(NAU(1)(x)))

@@ -170,7 +170,7 @@ class ConfiguredNALU(keras.layers.Layer):
         leading = ops.shape(control)[:-1]
         return {
             name: ops.reshape(
-                ops.matmul(control, getattr(self, f"{name}_kernel"))
+                nalu_ops.matmul(control, getattr(self, f"{name}_kernel"))
                 + getattr(self, f"{name}_bias"),
                 (*leading, self.input_dim, self.units),
             )

@@ -136,7 +136,7 @@ class ConstrainedDense(keras.layers.Layer):
 
     def call(self, inputs):
         inputs = ops.cast(inputs, self.compute_dtype)
-        outputs = ops.matmul(inputs, self.effective_kernel)
+        outputs = nalu_ops.matmul(inputs, self.effective_kernel)
         if self.use_bias:
             outputs = outputs + self.bias
         return outputs

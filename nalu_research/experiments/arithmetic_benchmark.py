@@ -40,15 +40,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from keras_nalu.distribute import gather_json, worker_index  # noqa: E402
 from keras_nalu.training import Progress  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from nalu_research.cli import (  # noqa: E402  # noqa: E402
     add_backend_argument,
     add_learning_rate_drop_argument,
     add_schedule_argument,
     add_training_arguments,
     create_strategy,
+    gather_json,
     learning_rate,
+    worker_index,
 )
 from nalu_research.monitoring import (  # noqa: E402
     png_path,

@@ -35,14 +35,15 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu import NALU, NAU, NMU, export_saved_model  # noqa: E402
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    Shuffled,
     add_backend_argument,
     add_training_arguments,
     can_export,
     create_strategy,
+    is_chief,
     positive_float,
     positive_int,
     report,
@@ -99,6 +100,11 @@ def parse_args(argv=None):
         default=os.path.join("saved_models", "demo"),
         help="where the SavedModels go, one folder per task and model",
     )
+    parser.add_argument(
+        "--no-export",
+        action="store_true",
+        help="train and report only: no SavedModel (which needs TensorFlow)",
+    )
     parser.add_argument("--json", default=None, help="also write the results here")
     add_training_arguments(parser, "demo")
     add_backend_argument(parser, "demo")
@@ -112,7 +118,11 @@ def sample(operation, n, value_range, seed):
 
 def epoch_data(x, y, batch_size, seed):
     """`data_fn(epoch)`: the training set in the epoch's own shuffled order,
-    drawn from `(seed, epoch)`, so a resumed run reads the same batches."""
+    drawn from `(seed, epoch)`, so a resumed run reads the same batches (a
+    `tf.data.Dataset` on tensorflow, the same batches as a `Shuffled` on the
+    other backends, which need no TensorFlow)."""
+    if keras.backend.backend() != "tensorflow":
+        return lambda epoch: Shuffled(x, y, batch_size, seed=(seed, epoch))
     import tensorflow as tf
 
     def data_fn(epoch):
@@ -256,7 +266,7 @@ def main(argv=None):
     )
 
     served = None
-    if is_chief(strategy) and can_export("the models"):
+    if is_chief(strategy) and not args.no_export and can_export("the models"):
         served = export_and_serve(exported, args.export_dir)
     if args.json and is_chief(strategy):
         write_json(args, rows, served, train_seconds)

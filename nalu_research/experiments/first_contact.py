@@ -46,13 +46,13 @@ from keras_nalu import (  # noqa: E402
     RealNPU,
     snap_weights,
 )
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
     create_strategy,
+    is_chief,
     positive_float,
     positive_int,
     report,

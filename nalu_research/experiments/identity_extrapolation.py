@@ -51,7 +51,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
@@ -59,6 +58,7 @@ from nalu_research.cli import (  # noqa: E402
     add_training_arguments,
     create_strategy,
     epoch_steps,
+    is_chief,
     mean_over_steps,
     report,
     steps_per_execution,

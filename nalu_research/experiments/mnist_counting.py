@@ -50,7 +50,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu import export_saved_model  # noqa: E402
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
@@ -62,6 +61,7 @@ from nalu_research.cli import (  # noqa: E402
     can_export,
     create_strategy,
     epoch_steps,
+    is_chief,
     learning_rate,
     mean_over_steps,
     positive_float,

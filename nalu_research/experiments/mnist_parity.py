@@ -45,13 +45,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
+    Shuffled,
     add_backend_argument,
     add_training_arguments,
     create_strategy,
+    is_chief,
     positive_float,
     positive_int,
     report,
@@ -120,23 +121,6 @@ def canvases(args, split, n, seed, data):
     images, labels = data
     x, digits = mnist.place_digits(images, labels, n, args.canvas_size, seed=seed)
     return x, mnist.parity_targets(digits)
-
-
-class Shuffled(keras.utils.PyDataset):
-    """The batches of one epoch over the arrays `(x, y)`, in the order of a
-    permutation drawn from `seed` (the same order whenever it is asked for)."""
-
-    def __init__(self, x, y, batch_size, seed):
-        super().__init__()
-        self.x, self.y, self.batch_size = x, y, batch_size
-        self.order = np.random.default_rng(seed).permutation(len(y))
-
-    def __len__(self):
-        return -(-len(self.y) // self.batch_size)
-
-    def __getitem__(self, i):
-        index = self.order[i * self.batch_size : (i + 1) * self.batch_size]
-        return self.x[index], self.y[index]
 
 
 # Arguments that do not change a run's results: a checkpoint resumes across them.

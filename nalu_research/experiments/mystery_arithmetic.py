@@ -56,7 +56,6 @@ from keras_nalu import (  # noqa: E402
     formulas,
     snap_weights,
 )
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.losses import NormalizedMeanSquaredError  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
@@ -64,6 +63,7 @@ from nalu_research.cli import (  # noqa: E402
     add_backend_argument,
     add_training_arguments,
     create_strategy,
+    is_chief,
     report,
 )
 from nalu_research.monitoring import (  # noqa: E402

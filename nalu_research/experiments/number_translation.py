@@ -54,7 +54,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model  # noqa: E402
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
@@ -62,6 +61,7 @@ from nalu_research.cli import (  # noqa: E402
     add_learning_rate_drop_argument,
     add_training_arguments,
     create_strategy,
+    is_chief,
     report,
     steps_per_execution,
 )

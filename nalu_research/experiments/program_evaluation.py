@@ -48,7 +48,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu import export_saved_model  # noqa: E402
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
@@ -56,6 +55,7 @@ from nalu_research.cli import (  # noqa: E402
     add_training_arguments,
     can_export,
     create_strategy,
+    is_chief,
     report,
 )
 from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell  # noqa: E402

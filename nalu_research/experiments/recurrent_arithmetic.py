@@ -49,7 +49,6 @@ from keras_nalu import (  # noqa: E402
     RealNPU,
     snap_weights,
 )
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
@@ -57,6 +56,7 @@ from nalu_research.cli import (  # noqa: E402
     add_training_arguments,
     create_strategy,
     epoch_steps,
+    is_chief,
     report,
     stream_epochs,
 )

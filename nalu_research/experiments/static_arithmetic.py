@@ -41,7 +41,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_nalu import NALU, export_saved_model  # noqa: E402
-from keras_nalu.distribute import is_chief  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
@@ -49,6 +48,7 @@ from nalu_research.cli import (  # noqa: E402
     add_training_arguments,
     create_strategy,
     epoch_steps,
+    is_chief,
     report,
     steps_per_execution,
     stream_epochs,

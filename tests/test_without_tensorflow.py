@@ -1,0 +1,99 @@
+"""JAX and torch users need no TensorFlow: with it made unimportable, the
+layers, `snap_weights`, `formulas`, `training.fit` with its checkpoint and
+resume, and the seed-batched engine run on jax and on torch; SavedModel
+export and `keras_nalu.distribute` say in a clear error that they need it."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.processes import blocking_imports
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_WITHOUT_TENSORFLOW = (
+    blocking_imports("tensorflow", "tensorflow_datasets", "tf_keras")
+    + """
+import tempfile
+from pathlib import Path
+import keras
+import numpy as np
+from keras_nalu import NAU, NMU, formulas, snap_weights, export_saved_model, training
+from nalu_research.seed_batched import StaticBenchmark
+
+keras.utils.set_random_seed(0)
+rng = np.random.default_rng(0)
+x = rng.uniform(1, 2, (64, 3)).astype("float32")
+y = (x[:, :1] + x[:, 1:2]) * x[:, 2:3]
+
+class Batches(keras.utils.PyDataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return x[16 * i : 16 * (i + 1)], y[16 * i : 16 * (i + 1)]
+
+def model_fn():
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.Input((3,)), NAU(2), NMU(1)])
+
+folder = Path(tempfile.mkdtemp()) / "run"
+def run(epochs):
+    return training.fit(model_fn, lambda epoch: Batches(), loss="mse",
+                        optimizer_fn=lambda: keras.optimizers.Adam(0.05),
+                        epochs=epochs, checkpoint_dir=folder, verbose=0)
+whole = training.fit(model_fn, lambda epoch: Batches(), loss="mse",
+                     optimizer_fn=lambda: keras.optimizers.Adam(0.05), epochs=3,
+                     verbose=0)
+run(2)
+resumed = run(3)
+assert resumed.resumed_at == 2, resumed.resumed_at
+for a, b in zip(whole.model.get_weights(), resumed.model.get_weights(), strict=True):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+training.remove_checkpoint(folder)
+
+model = keras.Sequential([keras.Input((3,)), NAU(2), NMU(1)])
+model.layers[0].kernel.assign(np.array([[1, 0], [1, 0], [0, 1]], "float32"))
+model.layers[1].kernel.assign(np.array([[0.98], [1.0]], "float32"))
+snapped, _ = snap_weights(model, (x, y))
+assert formulas(snapped) == ["y0 = x2*(x0 + x1)"], formulas(snapped)
+
+bench = StaticBenchmark("nmu", "mul", [0, 1], eval_size=64, batch_size=16)
+saved = Path(tempfile.mkdtemp()) / "engine"
+result = bench.run(20, eval_every=10, checkpoint=saved)
+assert len(result["history"]) == 3 and (saved / "checkpoint.npz").is_file()
+
+try:
+    export_saved_model(snapped, Path(tempfile.mkdtemp()) / "model")
+except (ImportError, ValueError) as error:  # torch: the backend is named first
+    assert ("export_saved_model (a TensorFlow SavedModel) needs TensorFlow"
+            in str(error) or "needs the tensorflow or jax backend" in str(error))
+else:
+    raise AssertionError("export_saved_model ran without TensorFlow")
+try:
+    import keras_nalu.distribute
+except ImportError as error:
+    assert "tf.distribute strategies) needs TensorFlow" in str(error), error
+else:
+    raise AssertionError("keras_nalu.distribute imported without TensorFlow")
+print(sorted({name.split(".")[0] for name in sys.modules} & BLOCKED))
+"""
+)
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_the_library_and_the_engine_run_without_tensorflow(backend):
+    result = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TENSORFLOW],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "KERAS_BACKEND": backend},
+        check=False,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"

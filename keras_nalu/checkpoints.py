@@ -59,9 +59,17 @@ class Checkpoint:
     Args:
         directory: The run's own folder (created by the first `save`). Other
             files in it are never touched.
+        argument: The name of the caller's argument that gave `directory`,
+            for error messages.
     """
 
-    def __init__(self, directory: str | os.PathLike):
+    def __init__(self, directory: str | os.PathLike, argument: str = "checkpoint_dir"):
+        if not isinstance(directory, (str, os.PathLike)):
+            raise ValueError(
+                f"Received an invalid value for `{argument}`, expected a folder "
+                f"name (a str or os.PathLike). Received: {argument}={directory!r}"
+            )
+        self.argument = argument
         self.directory = Path(directory)
         self.path = self.directory / FILENAME
 
@@ -77,9 +85,9 @@ class Checkpoint:
                 pass
         except OSError as error:
             raise ValueError(
-                "Received an invalid value for `checkpoint_dir`, expected a "
+                f"Received an invalid value for `{self.argument}`, expected a "
                 f"folder where a checkpoint can be written ({error}). "
-                f"Received: checkpoint_dir={str(self.directory)!r}"
+                f"Received: {self.argument}={str(self.directory)!r}"
             ) from None
 
     def save(

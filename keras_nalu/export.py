@@ -11,6 +11,8 @@ import numpy as np
 from keras_nalu import _validation
 
 _SAVED_MODEL_FILE = "saved_model.pb"
+# The longest file name of the usual file systems (ext4, APFS, NTFS), in bytes.
+_NAME_MAX = 255
 
 
 def export_saved_model(
@@ -101,6 +103,28 @@ def export_saved_model(
             "call it on data or give it an `Input` first. "
             f"Received: model={model.name!r} (not built)"
         )
+    try:
+        has_inputs = bool(model.inputs)
+    except AttributeError:
+        has_inputs = False
+    if not has_inputs:
+        raise ValueError(
+            "Received an invalid value for `model`, expected a model with known "
+            "inputs (`model.inputs`: a Functional or Sequential model started "
+            f"with keras.Input). Received: a subclassed model {model.name!r}; "
+            "wrap it, e.g. keras.Sequential([keras.Input(shape), model])"
+        )
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if (
+            not isinstance(value, (int, float, np.floating, np.integer))
+            or isinstance(value, bool)
+            or not np.isfinite(value)
+            or value < 0
+        ):
+            raise ValueError(
+                f"Received an invalid value for `{name}`, expected a finite "
+                f"number >= 0. Received: {name}={value!r}"
+            )
     for name, value in (("overwrite", overwrite), ("jit_compile", jit_compile)):
         if not isinstance(value, bool):
             raise ValueError(
@@ -121,14 +145,16 @@ def export_saved_model(
         sample_input = _default_sample(model)
     elif len(getattr(model, "inputs", None) or [None]) == 1:
         sample_input = np.asarray(sample_input)  # e.g. a nested list
+    _check_sample(model, sample_input)
     samples = [sample_input, keras.tree.map_structure(lambda a: a[:1], sample_input)]
     expected = [_to_numpy(model(sample, training=False)) for sample in samples]
 
     created = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.partial-", dir=path.parent))
-    moved = False
+    moved, staging = False, None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # A short staging name: the export's own name must fit beside it.
+        staging = Path(tempfile.mkdtemp(prefix=".export-partial-", dir=path.parent))
         exported = staging / path.name
         if backend == "jax":
             model.export(
@@ -143,10 +169,12 @@ def export_saved_model(
         _move_into_place(exported, path, staging / "previous")
         moved = True
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
         if not moved:
             for folder in created:  # deepest first
-                folder.rmdir()
+                if folder.is_dir() and not any(folder.iterdir()):
+                    folder.rmdir()
     return path
 
 
@@ -211,6 +239,13 @@ def _check_target(path, overwrite):
             "Received an invalid value for `path`, expected a str or "
             f"os.PathLike folder name. Received: path={path!r}"
         ) from None
+    longest = max((len(part.encode()) for part in path.parts), default=0)
+    if longest > _NAME_MAX:
+        raise ValueError(
+            "Received an invalid value for `path`, expected folder names of at "
+            f"most {_NAME_MAX} bytes (the file system's limit); one has {longest}. "
+            f"Received: path='{path}'"
+        )
     if path.exists():
         if not path.is_dir():
             raise ValueError(
@@ -229,6 +264,43 @@ def _check_target(path, overwrite):
                 f"A SavedModel already exists at path='{path}' and overwrite=False."
             )
     return path
+
+
+def _check_sample(model, sample_input):
+    """Refuses a `sample_input` that cannot verify an export: not one array
+    per input of the model's shape, no example, or values not finite."""
+    arrays = [np.asarray(a) for a in keras.tree.flatten(sample_input)]
+    shapes = [tuple(tensor.shape) for tensor in model.inputs]
+
+    def fits(array, shape):
+        return array.ndim == len(shape) and all(
+            want is None or want == got
+            for want, got in zip(shape[1:], array.shape[1:], strict=True)
+        )
+
+    if len(arrays) != len(shapes) or not all(
+        fits(a, shape) for a, shape in zip(arrays, shapes, strict=False)
+    ):
+        expected = ", ".join(
+            "(" + ", ".join("batch" if d is None else str(d) for d in shape) + ")"
+            for shape in shapes
+        )
+        raise ValueError(
+            f"Received an invalid value for `sample_input`, expected arrays of "
+            f"shape {expected}, one per model input. Received: shapes "
+            f"{[a.shape for a in arrays]}"
+        )
+    if any(a.shape[0] == 0 for a in arrays):
+        raise ValueError(
+            "Received an invalid value for `sample_input`, expected a batch of at "
+            "least one example to verify the export on. Received: shapes "
+            f"{[a.shape for a in arrays]}"
+        )
+    if not all(np.all(np.isfinite(a)) for a in arrays if a.dtype.kind == "f"):
+        raise ValueError(
+            "Received an invalid value for `sample_input`, expected finite numbers "
+            "to verify the export on. Received: NaN or inf values"
+        )
 
 
 def _default_sample(model):

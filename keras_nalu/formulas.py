@@ -95,10 +95,15 @@ def expressions(model, input_names=None, *, x=None, positive=False, atol=1e-3,
     positive = _validation.boolean("positive", positive)
     if x is not None:
         x = np.asarray(x, dtype="float32")
-        if x.ndim != 2 or x.shape[1] != size:
+        if x.ndim != 2 or x.shape[1] != size or x.shape[0] == 0:
             raise ValueError(
                 "Received an invalid value for `x`, expected an array of shape "
-                f"(batch, {size}). Received: x of shape {x.shape}"
+                f"(batch, {size}), batch >= 1. Received: x of shape {x.shape}"
+            )
+        if not np.all(np.isfinite(x)):
+            raise ValueError(
+                "Received an invalid value for `x`, expected finite numbers. "
+                "Received: x holding NaN or inf"
             )
     assumptions = {"positive": True} if positive else {"real": True}
     h = [sympy.Symbol(name, **assumptions) for name in names]
@@ -373,9 +378,11 @@ def _names(argument, names, size, prefix):
         isinstance(names, str)
         or len(names) != size
         or not all(isinstance(n, str) and n for n in names)
+        or len(set(names)) != len(names)
     ):
         raise ValueError(
             f"Received an invalid value for `{argument}`, expected {size} "
-            f"non-empty strings. Received: {argument}={names!r}"
+            f"distinct non-empty string{'s' if size != 1 else ''}. "
+            f"Received: {argument}={names!r}"
         )
     return names

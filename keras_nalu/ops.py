@@ -45,12 +45,23 @@ def matmul(x, w):
     `tf.config.experimental.enable_tensor_float_32_execution(False)` was
     called: neither can be set per product, so the docs' GPU page says to set
     them.
+
+    Keras's torch `matmul` computes float64 products in float32; in float64
+    this one computes them with `einsum`, which keeps float64.
     """
-    if keras.backend.backend() == "jax":
+    backend = keras.backend.backend()
+    if backend == "jax":
         import jax
 
         with jax.default_matmul_precision("highest"):
             return ops.matmul(x, w)
+    if backend == "torch":
+        x, w = ops.convert_to_tensor(x), ops.convert_to_tensor(w)
+        dtypes = {keras.backend.standardize_dtype(t.dtype) for t in (x, w)}
+        if "float64" in dtypes:
+            x, w = ops.cast(x, "float64"), ops.cast(w, "float64")
+            spec = "...bi,...ij->...bj" if len(x.shape) > 1 else "i,...ij->...j"
+            return ops.einsum(spec, x, w)
     return ops.matmul(x, w)
 
 
@@ -143,7 +154,10 @@ def _gated_product(x, w):
     """
     x = ops.convert_to_tensor(x)
     w = w[..., None, :, :]  # (..., 1, in, out) against x (..., batch, in, 1)
-    return ops.prod(x[..., :, None] * w + (1.0 - w), axis=-2)
+    factors = x[..., :, None] * w + (1.0 - w)
+    # The dtype given: Keras's torch `prod` returns float64 as float32.
+    dtype = keras.backend.standardize_dtype(factors.dtype)
+    return ops.prod(factors, axis=-2, dtype=dtype)
 
 
 def nmu(x, w):
@@ -206,9 +220,12 @@ def inalu_penalty(w_hat, threshold=20.0):
 
 
 def reciprocal(x, epsilon=DEFAULT_EPSILON):
-    """`1 / x` with `|x|` raised to at least `epsilon` (the sign of 0 taken as +)."""
-    sign = ops.where(x < 0, -1.0, 1.0)
-    return sign / ops.maximum(ops.abs(x), epsilon)
+    """`1 / x` with `|x|` raised to at least `epsilon` (the sign of 0 taken as +),
+    in the dtype of `x`."""
+    x = ops.convert_to_tensor(x)
+    one = ops.ones_like(x)
+    sign = ops.where(x < 0, -one, one)
+    return sign / ops.maximum(ops.abs(x), ops.cast(epsilon, x.dtype))
 
 
 def nmru(x, w, epsilon=DEFAULT_EPSILON, sign_retrieval=False):

@@ -132,16 +132,15 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
             "Received an invalid value for `model`, expected a built keras.Model. "
             f"Received: model={model!r}"
         )
+    if not _has_graph(model):
+        raise ValueError(
+            "Received an invalid value for `model`, expected a Functional or "
+            "Sequential model (started with keras.Input): snapping rebuilds it "
+            f"from its configuration. Received: a subclassed model {model.name!r}"
+        )
     rtol = _validation.positive_float("rtol", rtol)
     search = _validation.boolean("search", search)
-    if isinstance(data, tuple):
-        data = {"data": data}
-    if not isinstance(data, dict) or not data:
-        raise ValueError(
-            "Received an invalid value for `data`, expected {name: (x, y)} or "
-            f"one (x, y) pair. Received: data of type {type(data).__name__}"
-            + (" (empty)" if isinstance(data, dict) else "")
-        )
+    data = _checked_data(model, data)
     # Rebuilt from its configuration, uncompiled: `clone_model` would also
     # compile the copy from `model`'s compile configuration, which fails for a
     # loss Keras cannot deserialize (a plain function), and the copy is never
@@ -181,6 +180,94 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
             "arithmetic; train it longer, or keep its weights as they are."
         )
     return snapped, report
+
+
+def _has_graph(model):
+    """Whether `model` is a graph of layers (Functional or Sequential, with
+    `model.inputs`), not a subclassed model."""
+    try:
+        return bool(model.inputs)
+    except AttributeError:
+        return False
+
+
+def _checked_data(model, data):
+    """`data` as `{name: (x, y)}`, `y` a float64 array of the model's output
+    shape; raises a `ValueError` naming the set, what is wrong and what was
+    expected (before any work)."""
+    if isinstance(data, tuple):
+        data = {"data": data}
+    if not isinstance(data, dict) or not data:
+        raise ValueError(
+            "Received an invalid value for `data`, expected {name: (x, y)} or "
+            f"one (x, y) pair. Received: data of type {type(data).__name__}"
+            + (" (empty)" if isinstance(data, dict) else "")
+        )
+    inputs = model.inputs
+    units = model.outputs[0].shape[-1] if len(model.outputs) == 1 else None
+    checked = {}
+    for name, pair in data.items():
+        where = "data" if list(data) == ["data"] else f"data[{name!r}]"
+
+        def invalid(expected, received, where=where):
+            return ValueError(
+                f"Received an invalid value for `{where}`, expected {expected}. "
+                f"Received: {received}"
+            )
+
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise invalid("an (x, y) pair of arrays", _described(pair))
+        x, y = pair
+        several = len(inputs) > 1
+        xs = list(x) if several and isinstance(x, (tuple, list)) else [x]
+        if len(xs) != len(inputs):
+            raise invalid(f"x as a list of {len(inputs)} arrays", _described(x))
+        arrays = []
+        for array, tensor in zip(xs, inputs, strict=True):
+            array = np.asarray(array)
+            want = tuple(tensor.shape)
+            if (
+                array.dtype.kind not in "biuf"
+                or array.ndim != len(want)
+                or any(
+                    w is not None and w != a
+                    for w, a in zip(want[1:], array.shape[1:], strict=True)
+                )
+            ):
+                expected = ", ".join("n" if w is None else str(w) for w in want)
+                raise invalid(f"x of shape ({expected}), numbers", _described(array))
+            arrays.append(array)
+        count = arrays[0].shape[0]
+        y = np.asarray(y)
+        if y.dtype.kind not in "biuf" or y.ndim == 0 or y.shape[0] != count:
+            raise invalid(f"y of {count} rows, one per example of x", _described(y))
+        if units is not None and y.size != count * units:
+            raise invalid(
+                f"y of shape ({count}, {units}), the model's output", _described(y)
+            )
+        if count == 0 or any(a.shape[0] != count for a in arrays):
+            raise invalid(
+                "at least one example, as many in every x array",
+                ", ".join(_described(a) for a in arrays),
+            )
+        for part, values in (("x", arrays), ("y", [y])):
+            if not all(np.all(np.isfinite(a)) for a in values):
+                raise invalid("finite numbers in x and y", f"NaN or inf in {part}")
+        if not np.any(y):
+            raise invalid(
+                "y not all zeros (errors are relative to the mean |y|)", "all zeros"
+            )
+        checked[name] = (arrays if several else arrays[0], y.astype(np.float64))
+    return checked
+
+
+def _described(value):
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"an array of shape {tuple(shape)} and dtype {value.dtype}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"{type(value).__name__} {value!r}"[:200]
 
 
 class _Keys:

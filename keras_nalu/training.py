@@ -462,7 +462,7 @@ def fit(
     shown += [Progress(epochs, done=start)] if verbose else []
     epoch = start
     while epoch < epochs and divergence is None:
-        data = data_fn(epoch)
+        data = _checked_batches(data_fn(epoch), epoch)
         run_callbacks = [*callbacks, *shown, guard, *([averages] if averages else [])]
         if custom:
             logs = trainer.fit(
@@ -488,10 +488,38 @@ def fit(
         divergence = guard.message
         epoch += 1
         if checkpoint is not None and strategy.is_chief():
-            checkpoint.save(epoch, history, divergence, callbacks)
+            try:
+                checkpoint.save(epoch, history, divergence, callbacks)
+            except OSError as error:  # e.g. a full disk: keep training, say so
+                warnings.warn(
+                    f"Could not save the checkpoint of epoch {epoch} in "
+                    f"{checkpoint.directory} ({error}); the previous one stays "
+                    "there, and training goes on: the model `fit` returns has "
+                    "every epoch.",
+                    stacklevel=2,
+                )
     if averages is not None:
         averages.finish()
     return FitResult(model, history, epoch, start, divergence)
+
+
+def _checked_batches(data, epoch):
+    """`data_fn(epoch)`'s value, refused with a clear error when it is not a
+    dataset of batches (arrays, a tuple of them, `None`)."""
+    if data is None or isinstance(data, (tuple, list, dict, np.ndarray)):
+        what = "None" if data is None else f"a {type(data).__name__}"
+        raise ValueError(
+            "Received an invalid value for `data_fn`, expected a function "
+            "returning the epoch's batches of (x, y): a tf.data.Dataset or a "
+            f"keras.utils.PyDataset. Received: data_fn({epoch}) returned {what}"
+            + (
+                " (arrays: wrap them in a keras.utils.PyDataset or "
+                "tf.data.Dataset.from_tensor_slices(...).batch(n))"
+                if data is not None
+                else ""
+            )
+        )
+    return data
 
 
 class _NoStrategy:

@@ -14,7 +14,7 @@ import numpy as np
 
 from keras_nalu.training import STRATEGIES, remove_checkpoint
 from nalu_research.backends import BACKENDS, DEFAULTS, TENSORFLOW_ONLY
-from nalu_research.monitoring import add_tensorboard_argument
+from nalu_research.monitoring import add_tensorboard_argument, output_folder
 
 
 def positive_int(text):
@@ -213,7 +213,7 @@ def add_training_arguments(parser, name, checkpoint_every=None):
     )
     parser.add_argument(
         "--checkpoint-dir",
-        type=Path,
+        type=output_folder,
         default=Path("results/checkpoints") / name,
         help="each run checkpoints here after every epoch; run the same "
         "command again after an interruption and it resumes (default "

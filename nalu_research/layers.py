@@ -67,7 +67,16 @@ class ImageSequenceEncoder(keras.layers.Layer):
     def call(self, inputs, training=None):
         shape = ops.shape(inputs)
         flat = ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
-        features = self.encoder(flat, training=training)
+        if training:
+            features = self.encoder(flat, training=training)
+        else:
+            # One blank image more, dropped after: TensorFlow's convolution
+            # fails on a batch of no images (an empty sequence, or an empty
+            # batch), which a served model must answer. Not in training, where
+            # it would enter batch statistics.
+            blank = ops.zeros((1,) + tuple(inputs.shape[2:]), dtype=flat.dtype)
+            features = self.encoder(ops.concatenate([flat, blank]), training=training)
+            features = features[:-1]
         return ops.reshape(features, (shape[0], shape[1], features.shape[-1]))
 
     def compute_output_shape(self, input_shape):

@@ -13,6 +13,7 @@ import io
 import json
 import math
 import numbers
+import os
 import sys
 from pathlib import Path
 
@@ -50,11 +51,51 @@ def add_output_arguments(parser, json_default, what="results", shown_default=Non
 
 
 def output_file(text):
-    """argparse type: the path of a file to write (not an existing folder)."""
+    """argparse type: the path of a file to write (not an existing folder),
+    where it can be written (checked before any work)."""
     path = Path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"expected a file, got the folder {text!r}")
+    _check_writable(path, text)
     return path
+
+
+def output_folder(text):
+    """argparse type: the path of a folder to write in (not an existing
+    file), where it can be created or written (checked before any work)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"expected a folder, got the file {text!r}")
+    _check_writable(path, text)
+    return path
+
+
+def output_file_name(text):
+    """`output_file`, as the text given (for arguments kept as strings)."""
+    output_file(text)
+    return text
+
+
+def output_folder_name(text):
+    """`output_folder`, as the text given (for arguments kept as strings)."""
+    output_folder(text)
+    return text
+
+
+def _check_writable(path, text):
+    """Raises `argparse.ArgumentTypeError` unless `path` can be created: its
+    nearest existing ancestor is a folder this process may write in."""
+    ancestor = path.absolute()
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if ancestor != path.absolute() and not ancestor.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"cannot write {text!r}: {str(ancestor)!r} is a file, not a folder"
+        )
+    if not os.access(ancestor, os.W_OK):
+        raise argparse.ArgumentTypeError(
+            f"cannot write {text!r}: no permission to write in {str(ancestor)!r}"
+        )
 
 
 def save_json(data, path):

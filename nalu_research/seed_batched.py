@@ -874,7 +874,7 @@ class StaticBenchmark:
         )
         saved = None
         if checkpoint is not None:
-            checkpoint = Checkpoint(checkpoint)
+            checkpoint = Checkpoint(checkpoint, argument="checkpoint")
             checkpoint.check_writable()
             saved = self._restore(checkpoint, config)
         if saved is not None:
@@ -907,9 +907,15 @@ class StaticBenchmark:
                     ]  # fmt: skip
                     state = {"history": as_json, "seconds": seconds, "done": done,
                              "config": config}  # fmt: skip
-                    checkpoint.save(
-                        [ops.convert_to_numpy(v) for v in self._variables], state
-                    )
+                    values = [ops.convert_to_numpy(v) for v in self._variables]
+                    try:
+                        checkpoint.save(values, state)
+                    except OSError as error:  # e.g. a full disk: train on
+                        logger.warning(
+                            "Could not save the checkpoint of iteration %d in %s "
+                            "(%s); the previous one stays, and training goes on.",
+                            done, checkpoint.directory, error,
+                        )  # fmt: skip
             if done >= iterations:
                 break
             chunk = min(eval_every - done % eval_every, iterations - done)

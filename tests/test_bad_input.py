@@ -1,8 +1,13 @@
-"""What every exported model serves for bad input, from a process that
-imports neither `keras_nalu` nor `nalu_research`: the number-word model
-reports unknown words and empty or over-long phrases (`valid` false, `value`
-NaN), and every model's signature rejects a wrong dtype or shape with an
-error that names the TensorSpec it expects."""
+"""Bad input, as a careful user would give it.
+
+What every exported model serves for bad input, from a process that imports
+neither `keras_nalu` nor `nalu_research`: the number-word model reports
+unknown words and empty or over-long phrases (`valid` false, `value` NaN), and
+every model's signature rejects a wrong dtype or shape with an error that
+names the TensorSpec it expects. Then the helpers (`training.fit`,
+`snap_weights`, `formulas`, `export_saved_model`): each bad argument is
+refused before any work with an error that names it, the value received and
+what was expected; and every unit computes in float64."""
 
 import json
 import os
@@ -14,7 +19,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu import export_saved_model
+import keras_nalu
+from keras_nalu import NAU, NMU, export_saved_model, formulas, snap_weights, training
 from nalu_research.experiments import (
     demo,
     number_translation,
@@ -276,3 +282,258 @@ def test_invalid_checked_tokens_arguments_raise(kwargs):
     name, value = list(kwargs.items())[-1]
     with pytest.raises(ValueError, match=f"Received: {name}={value!r}"):
         CheckedTokens(**kwargs)
+
+
+# --- the helpers --------------------------------------------------------------
+
+X = np.random.default_rng(0).uniform(1, 2, (32, 2)).astype("float32")
+Y = X[:, :1] + X[:, 1:]
+
+
+def exact_sum():
+    model = keras.Sequential([keras.Input((2,)), NAU(1)])
+    model.layers[0].kernel.assign(np.ones((2, 1), "float32"))
+    return model
+
+
+class TwoBatches(keras.utils.PyDataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return X[16 * i : 16 * (i + 1)], Y[16 * i : 16 * (i + 1)]
+
+
+class Watch(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.epochs = 0
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs += 1
+
+
+def fit(data_fn=lambda epoch: TwoBatches(), **kwargs):
+    return training.fit(
+        lambda: keras.Sequential([keras.Input((2,)), NAU(1)]), data_fn,
+        loss="mse", optimizer_fn=lambda: keras.optimizers.Adam(0.1),
+        epochs=2, verbose=0, **kwargs,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "returned, named",
+    [((X, Y), r"returned a tuple \(arrays: wrap them"), (None, "returned None")],
+    ids=["arrays", "None"],
+)
+def test_fit_refuses_a_data_fn_that_returns_no_dataset(returned, named):
+    with pytest.raises(ValueError, match=rf"`data_fn`.*data_fn\(0\) {named}"):
+        fit(lambda epoch: returned)
+
+
+def test_fit_refuses_an_unwritable_checkpoint_dir_before_training(tmp_path):
+    (tmp_path / "file").write_text("")
+    watch = Watch()
+    with pytest.raises(ValueError, match="`checkpoint_dir`, expected a folder where"):
+        fit(checkpoint_dir=tmp_path / "file" / "run", callbacks=[watch])
+    assert watch.epochs == 0
+
+
+def test_fit_refuses_a_checkpoint_dir_that_is_no_path():
+    with pytest.raises(
+        ValueError, match="`checkpoint_dir`.*Received: checkpoint_dir=3"
+    ):
+        fit(checkpoint_dir=3)
+
+
+def test_fit_refuses_a_file_that_is_no_checkpoint_before_training(tmp_path):
+    (tmp_path / "checkpoint.npz").write_bytes(b"not a checkpoint")
+    watch = Watch()
+    with pytest.raises(ValueError, match="is not a keras_nalu checkpoint"):
+        fit(checkpoint_dir=tmp_path, callbacks=[watch])
+    assert watch.epochs == 0
+
+
+def test_a_checkpoint_that_cannot_be_saved_loses_no_training(tmp_path, monkeypatch):
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", full_disk)
+    with pytest.warns(UserWarning, match="Could not save the checkpoint") as record:
+        result = fit(checkpoint_dir=tmp_path / "run")
+    saves = [str(w.message) for w in record if "Could not save" in str(w.message)]
+    assert [message.split(" in ")[0] for message in saves] == [
+        "Could not save the checkpoint of epoch 1",
+        "Could not save the checkpoint of epoch 2",
+    ]
+    assert result.epochs == 2 and len(result.history["loss"]) == 2
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ((X, Y[:5]), r"`data`, expected y of 32 rows.*shape \(5, 1\)"),
+        ((X, np.hstack([Y, Y])), r"`data`, expected y of shape \(32, 1\).*\(32, 2\)"),
+        ((), r"`data`, expected an \(x, y\) pair of arrays. Received: a tuple of 0"),
+        ((X[:0], Y[:0]), "`data`, expected at least one example"),
+        ((X, np.full_like(Y, np.nan)), "`data`, expected finite.*NaN or inf in y"),
+        ((X[:, :1], Y), r"`data`, expected x of shape \(n, 2\)"),
+        ((X, np.zeros_like(Y)), "`data`, expected y not all zeros"),
+        ({"far": (X, "y")}, r"`data\['far'\]`, expected y of 32 rows"),
+    ],
+    ids=["lengths", "width", "empty-tuple", "no-rows", "nan", "x-width", "zeros",
+         "named"],
+)  # fmt: skip
+def test_snap_weights_names_what_is_wrong_with_data(data, message):
+    with pytest.raises(ValueError, match=message):
+        snap_weights(exact_sum(), data)
+
+
+def test_snap_weights_refuses_a_subclassed_model():
+    class Sum(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.unit = NAU(1)
+
+        def call(self, x):
+            return self.unit(x)
+
+    model = Sum()
+    model(X)
+    with pytest.raises(
+        ValueError, match="`model`, expected a Functional or Sequential"
+    ):
+        snap_weights(model, (X, Y))
+
+
+def test_formulas_refuse_two_inputs_of_one_name():
+    with pytest.raises(ValueError, match="2 distinct non-empty strings.*'a', 'a'"):
+        formulas(exact_sum(), ["a", "a"])
+    with pytest.raises(ValueError, match="1 distinct non-empty string. .*'y', 'y'"):
+        formulas(exact_sum(), ["a", "b"], ["y", "y"])
+
+
+@pytest.mark.parametrize(
+    "x, message",
+    [
+        (np.full((3, 2), np.nan), "`x`, expected finite numbers"),
+        (np.ones((0, 2)), r"`x`, expected an array of shape \(batch, 2\), batch >= 1"),
+    ],
+    ids=["nan", "empty"],
+)
+def test_formulas_refuse_an_x_that_decides_nothing(x, message):
+    with pytest.raises(ValueError, match=message):
+        formulas(exact_sum(), x=x)
+
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"rtol": "x"}, "`rtol`, expected a finite number >= 0. Received: rtol='x'"),
+        ({"atol": -1.0}, "`atol`, expected a finite number >= 0"),
+        ({"sample_input": X[:0]}, "`sample_input`, expected a batch of at least one"),
+        (
+            {"sample_input": np.ones((2, 5), "float32")},
+            r"`sample_input`, expected arrays of shape \(batch, 2\).*\(2, 5\)",
+        ),
+        (
+            {"sample_input": np.full((2, 2), np.nan, "float32")},
+            "`sample_input`, expected finite numbers",
+        ),
+    ],
+)
+def test_export_refuses_bad_tolerances_and_an_empty_sample(kwargs, message, tmp_path):
+    with pytest.raises(ValueError, match=message):
+        export_saved_model(exact_sum(), tmp_path / "model", **kwargs)
+    assert not (tmp_path / "model").exists()
+
+
+@pytest.mark.tensorflow
+def test_export_refuses_a_subclassed_model_by_name(tmp_path):
+    class Sum(keras.Model):
+        def __init__(self):
+            super().__init__(name="my_sum")
+            self.unit = NAU(1)
+
+        def call(self, x):
+            return self.unit(x)
+
+    model = Sum()
+    model(X)
+    with pytest.raises(ValueError, match="subclassed model 'my_sum'; wrap it"):
+        export_saved_model(model, tmp_path / "model")
+
+
+@pytest.mark.tensorflow
+def test_export_refuses_a_name_too_long_and_leaves_no_folder(tmp_path):
+    path = tmp_path / "new" / "deeper" / ("x" * 256)
+    with pytest.raises(ValueError, match="at most 255 bytes.*one has 256"):
+        export_saved_model(exact_sum(), path)
+    assert not (tmp_path / "new").exists()
+    # 255 bytes fit: the staging folder beside it has a short name of its own.
+    assert export_saved_model(exact_sum(), path.with_name("x" * 255)).is_dir()
+
+
+UNITS = [
+    getattr(keras_nalu, name)
+    for name in ("NAC", "NALU", "NAU", "NMU", "NMRU", "INALU", "RealNPU")
+]
+
+
+@pytest.mark.backends
+@pytest.mark.parametrize("unit", UNITS, ids=lambda unit: unit.__name__)
+def test_every_unit_computes_in_float64(unit):
+    if keras.backend.backend() == "jax":
+        pytest.skip("JAX computes float64 only with jax_enable_x64")
+    from tests.conftest import gradients
+
+    x = np.array([[-2.0, 3.0], [0.0, 0.5], [1e3, -1e-3]], "float64")
+    layer = unit(2, dtype="float64")
+    y = layer(x)
+    assert keras.backend.standardize_dtype(y.dtype) == "float64"
+    assert np.all(np.isfinite(keras.ops.convert_to_numpy(y)))
+    for path, grad in gradients(layer, x).items():
+        assert grad is not None and np.all(np.isfinite(grad)), path
+
+
+@pytest.mark.backends
+def test_float64_products_keep_float64_digits():
+    """Keras's torch `matmul` and `prod` return float64 as float32:
+    `keras_nalu.ops` keeps the digits (1 + 1e-12 is 1 in float32)."""
+    if keras.backend.backend() == "jax":
+        pytest.skip("JAX computes float64 only with jax_enable_x64")
+    x = np.array([[1.0, 1e-12]], "float64")
+    nau = NAU(1, dtype="float64")
+    nau.build((None, 2))
+    nau.kernel.assign(np.ones((2, 1)))
+    assert keras.ops.convert_to_numpy(nau(x))[0, 0] == 1.0 + 1e-12
+    nmu = NMU(1, dtype="float64")
+    nmu.build((None, 2))
+    nmu.kernel.assign(np.ones((2, 1)))
+    x = np.array([[1.0 + 1e-12, 3.0]], "float64")
+    assert keras.ops.convert_to_numpy(nmu(x))[0, 0] == (1.0 + 1e-12) * 3.0
+
+
+def test_the_mnist_model_answers_a_batch_of_no_sequences():
+    """TensorFlow's convolution fails on a batch of no images: the image
+    sequence encoder adds a blank one when not training (its SavedModel then
+    serves an empty batch too)."""
+    model, _, _ = mnist.sequence_model("nac", "count", (28, 28, 1))
+    empty = keras.ops.convert_to_numpy(model(np.zeros((0, 3, 28, 28, 1), "float32")))
+    assert empty.shape == (0, model.outputs[0].shape[-1])
+    blank = keras.ops.convert_to_numpy(model(np.zeros((2, 3, 28, 28, 1), "float32")))
+    assert blank.shape[0] == 2 and np.all(np.isfinite(blank))
+
+
+@pytest.mark.parametrize("flag", ["--json", "--checkpoint-dir", "--export-dir"])
+def test_an_example_refuses_an_output_it_cannot_write_before_training(
+    flag, tmp_path, capsys
+):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        demo.parse_args([flag, str(tmp_path / "file" / "out")])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert f"argument {flag}: cannot write" in error
+    assert "is a file, not a folder" in error

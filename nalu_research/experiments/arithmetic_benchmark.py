@@ -52,6 +52,7 @@ from nalu_research.cli import (  # noqa: E402  # noqa: E402
     worker_index,
 )
 from nalu_research.monitoring import (  # noqa: E402
+    output_file_name,
     png_path,
     pyplot,
     save_json,
@@ -145,9 +146,15 @@ def parse_args(argv=None):
         help="train on U[-2, 2], extrapolate on U[-6, -2] u U[2, 6]",
     )
     parser.add_argument(
-        "--json", help="default results/arithmetic_benchmark[_signed].json"
+        "--json",
+        type=output_file_name,
+        help="default results/arithmetic_benchmark[_signed].json",
     )
-    parser.add_argument("--png", help="default: beside --json, with the suffix .png")
+    parser.add_argument(
+        "--png",
+        type=output_file_name,
+        help="default: beside --json, with the suffix .png",
+    )
     add_training_arguments(parser, "arithmetic_benchmark")
     add_backend_argument(parser, "arithmetic_benchmark")
     parser.add_argument(

@@ -49,7 +49,13 @@ from nalu_research.cli import (  # noqa: E402
     report,
     steps_per_execution,
 )
-from nalu_research.monitoring import Evaluation, save_json, tensorboard  # noqa: E402
+from nalu_research.monitoring import (  # noqa: E402
+    Evaluation,
+    output_file,
+    output_folder_name,
+    save_json,
+    tensorboard,
+)
 
 TRAIN_RANGE = (1.0, 10.0)
 EXTRAPOLATION_RANGE = (100.0, 1000.0)
@@ -97,6 +103,7 @@ def parse_args(argv=None):
     parser.add_argument("--learning-rate", type=positive_float, default=0.01)
     parser.add_argument(
         "--export-dir",
+        type=output_folder_name,
         default=os.path.join("saved_models", "demo"),
         help="where the SavedModels go, one folder per task and model",
     )
@@ -105,7 +112,9 @@ def parse_args(argv=None):
         action="store_true",
         help="train and report only: no SavedModel (which needs TensorFlow)",
     )
-    parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument(
+        "--json", type=output_file, default=None, help="also write the results here"
+    )
     add_training_arguments(parser, "demo")
     add_backend_argument(parser, "demo")
     return parser.parse_args(argv)

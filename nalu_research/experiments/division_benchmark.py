@@ -64,6 +64,7 @@ from nalu_research.cli import (  # noqa: E402
 )
 from nalu_research.monitoring import (  # noqa: E402
     add_output_arguments,
+    output_folder_name,
     png_path,
     pyplot,
     save_json,
@@ -145,6 +146,7 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--export-dir",
+        type=output_folder_name,
         help="where the snapped model of a solved run is exported (default "
         "saved_models/division_UNIT)",
     )

@@ -72,6 +72,7 @@ from nalu_research.cli import (  # noqa: E402
 from nalu_research.monitoring import (  # noqa: E402
     Evaluation,
     add_output_arguments,
+    output_folder_name,
     png_path,
     pyplot,
     save_json,
@@ -149,6 +150,7 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--export-dir",
+        type=output_folder_name,
         help="where to export the NAC model (default saved_models/mnist_TASK_nac)",
     )
     add_output_arguments(parser, None, shown_default="results/mnist_TASK_DATASET.json")

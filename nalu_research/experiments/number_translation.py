@@ -75,6 +75,7 @@ from nalu_research.layers import (  # noqa: E402
 from nalu_research.monitoring import (  # noqa: E402
     Evaluation,
     add_output_arguments,
+    output_folder_name,
     png_path,
     pyplot,
     save_json,
@@ -526,7 +527,11 @@ def parse_args(argv=None):
         action="store_true",
         help="a smoke run: 1 seed, size 16, lr 0.01, 40 steps",
     )
-    parser.add_argument("--export-dir", default="saved_models/number_translation")
+    parser.add_argument(
+        "--export-dir",
+        type=output_folder_name,
+        default="saved_models/number_translation",
+    )
     add_output_arguments(parser, "results/number_translation.json")
     add_training_arguments(parser, "number_translation")
     add_backend_argument(parser, "number_translation")

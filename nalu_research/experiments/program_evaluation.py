@@ -62,6 +62,7 @@ from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell  #
 from nalu_research.monitoring import (  # noqa: E402
     Evaluation,
     add_output_arguments,
+    output_folder_name,
     png_path,
     pyplot,
     save_json,
@@ -215,7 +216,9 @@ def parse_args(argv=None):
     )
     parser.add_argument("--eval-size", type=int, default=1000)
     parser.add_argument(
-        "--export-dir", help="default saved_models/program_evaluation_TASK"
+        "--export-dir",
+        type=output_folder_name,
+        help="default saved_models/program_evaluation_TASK",
     )
     add_output_arguments(
         parser, None, shown_default="results/program_evaluation_TASK.json"

@@ -56,6 +56,7 @@ from nalu_research.cli import (  # noqa: E402
 from nalu_research.monitoring import (  # noqa: E402
     Evaluation,
     add_output_arguments,
+    output_folder_name,
     png_path,
     pyplot,
     save_json,
@@ -124,6 +125,7 @@ def parse_args(argv=None):
     add_backend_argument(parser, "static_arithmetic")
     parser.add_argument(
         "--export-dir",
+        type=output_folder_name,
         default=None,
         help="where to export the NALU (default saved_models/static_arithmetic_OP)",
     )

@@ -73,6 +73,7 @@ MARK = "step-benchmark: "
 
 def parse_args(argv=None):
     from nalu_research.cli import add_backend_argument, positive_int
+    from nalu_research.monitoring import output_file
 
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -113,7 +114,7 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--json",
-        type=Path,
+        type=output_file,
         default=Path("results/step_benchmark.json"),
         help="where the results go (default %(default)s)",
     )

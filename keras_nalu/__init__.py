@@ -16,10 +16,33 @@ The experiments of the paper live in a separate package, `nalu_research`,
 which this library never imports.
 """
 
-from keras_nalu import initializers, losses, ops, regularizers
-from keras_nalu.export import export_saved_model
-from keras_nalu.formulas import expressions, formulas
-from keras_nalu.layers import (
+import importlib.metadata as _metadata
+
+
+def _refuse_the_namesake():
+    """Raises an `ImportError` when `keras-nalu` (a 2019 Keras 2 package on
+    PyPI that ships the same import package, `keras_nalu`) is installed: its
+    files replace or delete this package's, so nothing imports reliably."""
+    try:
+        other = _metadata.distribution("keras-nalu")
+    except _metadata.PackageNotFoundError:
+        return
+    raise ImportError(
+        f"Another distribution, keras-nalu {other.version} (a 2019 Keras 2 "
+        "package), is installed in this environment and ships the same import "
+        "package, keras_nalu: installing or removing it overwrites or deletes "
+        "this package's files. Remove both, then install this one again: "
+        "pip uninstall -y keras-nalu keras-neural-arithmetic && "
+        "pip install keras-neural-arithmetic"
+    )
+
+
+_refuse_the_namesake()
+
+from keras_nalu import initializers, losses, ops, regularizers  # noqa: E402
+from keras_nalu.export import export_saved_model  # noqa: E402
+from keras_nalu.formulas import expressions, formulas  # noqa: E402
+from keras_nalu.layers import (  # noqa: E402
     INALU,
     NAC,
     NALU,
@@ -33,7 +56,7 @@ from keras_nalu.layers import (
     NAUCell,
     RealNPU,
 )
-from keras_nalu.snapping import snap_weights
+from keras_nalu.snapping import snap_weights  # noqa: E402
 
 __version__ = "0.2.0"
 

@@ -58,6 +58,7 @@ BACKENDS = ("tensorflow", "jax", "torch")
 #     mnist_parity --dataset digits --variants NAC Wx+b --train-size 8000
 #       --epochs 2                                 tf 5-6, jax 12-13, torch 8-9
 DEFAULTS = {
+    "anchor_split": "tensorflow",  # the seeds it names are tensorflow's draws
     "arithmetic_benchmark": "tensorflow",  # the engine's rows, below
     "demo": "tensorflow",
     "division_benchmark": "tensorflow",  # the seed-batched engine, as above

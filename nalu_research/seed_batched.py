@@ -361,6 +361,65 @@ def first_layer_weight(model, params):
     return None
 
 
+# |initial split| below which lay the stuck and late runs of the anchor, in
+# both codes (an analysis of Madsen & Johansen's per-seed results and ours).
+SMALL_SPLIT = 0.071
+
+
+def initial_splits(bench):
+    """Per run of a `StaticBenchmark` whose first layer is a two-unit NAU
+    (NAU-NMU, NAU-NMRU, ...), the split of that NAU between its two hidden
+    units: with `d_i = W[i, 0] - W[i, 1]`, the sum of `d_i` over the inputs
+    only in the run's `a` slice minus that over the inputs only in its `b`
+    slice. Near 0 the NAU is undecided which unit sums which slice: on the
+    anchor task such starts are the runs that stay stuck or solve late
+    (`docs/experiments/units-benchmark.md`)."""
+    kernel = ops.convert_to_numpy(_nau_kernel(bench))  # (runs, inputs, 2)
+    return [
+        float(d[a].sum() - d[b].sum())
+        for d, (a, b) in zip(
+            kernel[..., 0] - kernel[..., 1], _only_masks(bench), strict=True
+        )
+    ]
+
+
+def set_initial_splits(bench, targets):
+    """Moves run `i`'s initial split (`initial_splits`) to `targets[i]`
+    (`None`: left as drawn) before training, by adding `c` to `W[i, 0]` and
+    subtracting it from `W[i, 1]` on the inputs only in its `a` slice, the
+    smallest even change that does it (`c` is about 0.02 for a move of
+    0.6 over 13 inputs). Returns the splits after the move."""
+    kernel = ops.convert_to_numpy(_nau_kernel(bench)).copy()
+    splits = initial_splits(bench)
+    for i, ((a, _), target) in enumerate(zip(_only_masks(bench), targets, strict=True)):
+        if target is not None:
+            c = (target - splits[i]) / (2 * a.sum())
+            kernel[i, a, 0] += c
+            kernel[i, a, 1] -= c
+    _nau_kernel(bench).assign(kernel)
+    return initial_splits(bench)
+
+
+def _nau_kernel(bench):
+    if UNIT_MODELS.get(bench.model, (None,))[0] != "nau" or HIDDEN != 2:
+        raise ValueError(
+            "Received an invalid value for `bench`, expected a benchmark whose "
+            "first layer is a two-unit NAU (e.g. model 'nmu'). Received: a "
+            f"benchmark of model {bench.model!r}"
+        )
+    return bench.params["kernel_0"]
+
+
+def _only_masks(bench):
+    """Per run, the boolean masks of the inputs only in `a`, only in `b`."""
+    masks = []
+    for task in bench.tasks:
+        a, b = np.zeros(bench.input_size, bool), np.zeros(bench.input_size, bool)
+        a[task.a_slice], b[task.b_slice] = True, True
+        masks.append((a & ~b, b & ~a))
+    return masks
+
+
 # The 32-bit finalizer "lowbias32" (C. Wellons, hash-prospector): a bijection
 # of 32-bit integers whose output bits each flip with probability 0.5 +- 0.002
 # when one input bit flips. Written in int32 with wrapping products, which

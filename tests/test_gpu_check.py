@@ -4,9 +4,6 @@ report reads its results (the check itself runs in CI as its dry run,
 
 import json
 
-import numpy as np
-import pytest
-
 from nalu_research.experiments import gpu_check
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -36,20 +33,6 @@ def test_failures_for_want_of_tensorflow_are_counted_apart():
     assert counts["failures"] == [
         "tests.test_units::test_nmu: AssertionError: 1e-3 > 1e-6"
     ]
-
-
-def test_the_initial_split_is_the_difference_of_the_two_units_over_the_slices():
-    class Task:
-        a_slice, b_slice = slice(0, 3), slice(2, 5)  # input 2 in both: left out
-
-    class Bench:
-        tasks = [Task()]
-        kernel = np.zeros((1, 6, 2), "float32")
-        kernel[0, :, 0] = [1.0, 2.0, 100.0, 0.5, 0.25, 7.0]
-        params = {"kernel_0": kernel}
-
-    # a only: inputs 0, 1 (d = 1 + 2); b only: 3, 4 (d = 0.5 + 0.25).
-    assert gpu_check.initial_splits(Bench()) == [pytest.approx(2.25)]
 
 
 def test_the_report_says_what_failed_and_reads_the_anchor(tmp_path):

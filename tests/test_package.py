@@ -165,3 +165,24 @@ def test_each_extra_lists_a_dependency_once():
                 continue
             assert name not in seen, f"{name} in both {seen.get(name)} and {extra}"
             seen[name] = extra
+
+
+def test_the_namesake_distribution_is_named_at_import(tmp_path):
+    """`keras-nalu` (2019, PyPI) ships the import package `keras_nalu` too:
+    where its metadata is found, importing this package says so and how to
+    fix it (its files would have overwritten or deleted ours)."""
+    info = tmp_path / "keras_nalu-1.3.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: keras-nalu\n"
+                                   "Version: 1.3.0\n")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import keras_nalu"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "ImportError: Another distribution, keras-nalu 1.3.0" in result.stderr
+    assert "pip uninstall -y keras-nalu keras-neural-arithmetic" in result.stderr

@@ -19,9 +19,11 @@ from nalu_research.seed_batched import (
     StaticBenchmark,
     forward,
     init_params,
+    initial_splits,
     keras_layers,
     penalty,
     schedules,
+    set_initial_splits,
 )
 from nalu_research.tasks import StaticArithmetic
 from tests.processes import kill_when_written, tensorboard_scalars
@@ -690,3 +692,25 @@ def test_benchmark_passes_layer_options():
         "nau": {"centered_gradient": True},
         "nmru": {"sign_retrieval": True},
     }
+
+
+def test_the_initial_split_is_the_difference_of_the_two_units_over_the_slices():
+    bench = small("nmu", "mul", [0, 1])
+    kernel = keras.ops.convert_to_numpy(bench.params["kernel_0"]).copy()
+    splits = initial_splits(bench)
+    for run, task in enumerate(bench.tasks):
+        a, b = np.zeros(bench.input_size, bool), np.zeros(bench.input_size, bool)
+        a[task.a_slice], b[task.b_slice] = True, True
+        d = kernel[run, :, 0] - kernel[run, :, 1]
+        assert splits[run] == pytest.approx(d[a & ~b].sum() - d[b & ~a].sum())
+    moved = set_initial_splits(bench, [0.5, None])
+    assert moved == [pytest.approx(0.5, abs=1e-6), pytest.approx(splits[1])]
+    after = keras.ops.convert_to_numpy(bench.params["kernel_0"])
+    changed = np.any(after != kernel, axis=-1)  # (runs, inputs)
+    task = bench.tasks[0]
+    only_a = np.zeros(bench.input_size, bool)
+    only_a[task.a_slice] = True
+    only_a[task.b_slice] = False
+    assert np.array_equal(changed[0], only_a) and not changed[1].any()
+    with pytest.raises(ValueError, match="a two-unit NAU"):
+        initial_splits(small("nalu", "mul", [0]))

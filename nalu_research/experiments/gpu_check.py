@@ -58,9 +58,6 @@ ERROR = re.compile(r"^(\w+): .*relative error .*: median (\S+), max (\S+)$", re.
 ANCHOR_REGULARIZATION = (10.0, 1_000_000, 2_000_000)
 ANCHOR_ITERATIONS = 2_000_000
 ENGINE_MODELS = {"nalu": "NALU-NALU", "nmu": "NAU-NMU"}
-# |initial split| below which the stuck and late seeds of both codes lay in
-# an analysis of the anchor (issue 39): `initial_splits`.
-SMALL_SPLIT = 0.071
 
 # The sizes of a real run and of a dry run.
 SIZES = {
@@ -328,25 +325,6 @@ def engine_worker(settings):
     return {"device": _device_name(), "timings": timings}
 
 
-def initial_splits(bench):
-    """Per run of a NAU-NMU `StaticBenchmark` before training, the initial
-    split of its NAU between the two hidden units: with `d_i = W[i, 0] -
-    W[i, 1]`, the sum of `d_i` over the inputs only in the run's `a` slice
-    minus that over the inputs only in its `b` slice. Near 0 (below
-    `SMALL_SPLIT`), the NAU starts undecided which unit sums which slice."""
-    import numpy as np
-    from keras import ops
-
-    kernel = ops.convert_to_numpy(bench.params["kernel_0"])  # (runs, inputs, 2)
-    splits = []
-    for weights, task in zip(kernel, bench.tasks, strict=True):
-        a, b = np.zeros(len(weights), bool), np.zeros(len(weights), bool)
-        a[task.a_slice], b[task.b_slice] = True, True
-        d = weights[:, 0] - weights[:, 1]
-        splits.append(float(d[a & ~b].sum() - d[b & ~a].sum()))
-    return splits
-
-
 class _TimeUp(Exception):
     pass
 
@@ -356,7 +334,7 @@ def anchor_worker(settings):
     got and the strict results of each seed there."""
     import keras
 
-    from nalu_research.seed_batched import StaticBenchmark
+    from nalu_research.seed_batched import StaticBenchmark, initial_splits
 
     keras.utils.set_random_seed(0)
     bench = StaticBenchmark(
@@ -745,13 +723,15 @@ def anchor_report(anchor):
         f"{settings['every']:,}: **{solved}/{len(runs)}** solved by the strict "
         f"criterion [{low:.2f}, {high:.2f}].",
     ]
+    from nalu_research.seed_batched import SMALL_SPLIT
+
     small = [r for r in runs if abs(r.get("initial_split", 1.0)) < SMALL_SPLIT]
     if "initial_split" in runs[0]:
         unsolved = [r["seed"] for r in runs if not r["success"]]
         small_seeds = [r["seed"] for r in small]
         lines += [
             "",
-            f"Initial splits below {SMALL_SPLIT} (`initial_splits`): "
+            f"Initial splits below {SMALL_SPLIT} (`seed_batched.initial_splits`): "
             f"{len(small)} of {len(runs)} seeds ({', '.join(map(str, small_seeds))}); "
             f"{sum(not r['success'] for r in small)} of them unsolved. Unsolved "
             f"seeds: {', '.join(map(str, unsolved)) or 'none'}.",

@@ -1,0 +1,174 @@
+"""The anchor's stuck runs, controlled: does the NAU's initial split decide them?
+
+Madsen & Johansen's anchor (NAU-NMU on `a * b`, their schedule: no penalty
+until iteration 1,000,000, then ramped to 10 by 2,000,000) leaves some runs
+stuck. Their initial NAU weights predict which: the runs whose split
+(`nalu_research.seed_batched.initial_splits`) starts below `SMALL_SPLIT` are,
+in both codes, the stuck and the late ones. This tests it by intervention, in
+one program of the seed-batched engine (each run its own seed's batches):
+
+- `moved`: the `--stuck` seeds with their split moved away from 0, to
+  `--target` (of the sign it had; `seed_batched.set_initial_splits`, about
+  0.02 added to one unit's weights on the inputs of `a` alone);
+- `projected`: the `--solved` seeds with their split moved to 0.
+
+Everything else as drawn. The prediction: the moved runs solve, the projected
+ones stick. The as-drawn outcomes of the same seeds are those of
+`docs/units_anchor_nmu.json` (the engine repeats them seed for seed).
+
+    python examples/anchor_split.py                    # 16 runs, 2M iterations
+"""
+
+import argparse
+import math
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+
+from keras_nalu.training import Progress, remove_checkpoint  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
+    add_backend_argument,
+    positive_float,
+    positive_int,
+)
+from nalu_research.monitoring import output_file, save_json  # noqa: E402
+from nalu_research.seed_batched import (  # noqa: E402
+    SMALL_SPLIT,
+    StaticBenchmark,
+    initial_splits,
+    set_initial_splits,
+)
+from nalu_research.tasks import wilson_interval  # noqa: E402
+
+# Seeds 0-49 on the tensorflow backend (docs/units_anchor_nmu.json): the 8 that
+# stay stuck to 5M iterations, all with |split| < SMALL_SPLIT, and the first 8
+# solved by 2M, all with |split| > 0.4.
+STUCK = (1, 11, 21, 23, 32, 35, 39, 47)
+SOLVED = (0, 2, 3, 4, 5, 6, 7, 8)
+# The median |split| of seeds 0-49 on tensorflow.
+TARGET = 0.63
+REGULARIZATION = (10.0, 1_000_000, 2_000_000)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--stuck", type=int, nargs="+", default=list(STUCK))
+    parser.add_argument("--solved", type=int, nargs="+", default=list(SOLVED))
+    parser.add_argument(
+        "--target",
+        type=positive_float,
+        default=TARGET,
+        help="|split| the stuck seeds are moved to (default %(default)s)",
+    )
+    parser.add_argument("--iterations", type=positive_int, default=2_000_000)
+    parser.add_argument("--eval-every", type=positive_int, default=5000)
+    parser.add_argument("--eval-size", type=positive_int, default=10_000)
+    parser.add_argument(
+        "--regularization",
+        type=positive_int,
+        nargs=2,
+        default=REGULARIZATION[1:],
+        metavar=("START", "END"),
+        help="the penalty's ramp, strength 10 (default %(default)s)",
+    )
+    parser.add_argument(
+        "--json", type=output_file, default=Path("results/anchor_split.json")
+    )
+    parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        default=Path("results/checkpoints/anchor_split"),
+        help="resumes from here after an interruption (deleted when done)",
+    )
+    add_backend_argument(parser, "anchor_split")
+    args = parser.parse_args(argv)
+    if set(args.stuck) & set(args.solved):
+        parser.error("a seed is in both --stuck and --solved")
+    return args
+
+
+def run(args):
+    """Trains both arms in one program; returns the per-run results."""
+    seeds = [*args.stuck, *args.solved]
+    keras.utils.set_random_seed(0)
+    bench = StaticBenchmark(
+        "nmu",
+        "mul",
+        seeds,
+        eval_size=args.eval_size,
+        regularization=(REGULARIZATION[0], *args.regularization),
+    )
+    drawn = initial_splits(bench)
+    targets = [math.copysign(args.target, split) for split in drawn[: len(args.stuck)]]
+    targets += [0.0] * len(args.solved)
+    moved = set_initial_splits(bench, targets)
+    result = bench.run(
+        args.iterations,
+        eval_every=args.eval_every,
+        checkpoint=args.checkpoint_dir,
+        progress=Progress(args.iterations, unit="iteration", label="  anchor split"),
+    )
+    if result["resumed_at"] is not None:
+        print(f"  resumed from its checkpoint at iteration {result['resumed_at']}")
+    runs = bench.summarize(result["history"])
+    arms = ["moved"] * len(args.stuck) + ["projected"] * len(args.solved)
+    for run_, arm, before, after in zip(runs, arms, drawn, moved, strict=True):
+        run_.update(arm=arm, split_drawn=before, split_moved=after)
+    return runs, result["seconds"]
+
+
+def report(runs):
+    """The table of the two arms, printed; returns its lines."""
+    lines = [
+        "| arm | runs | solved (strict) | Wilson 95% | solved at, median |",
+        "|---|---|---|---|---|",
+    ]
+    for arm in ("moved", "projected"):
+        mine = [r for r in runs if r["arm"] == arm]
+        solved = sum(r["success"] for r in mine)
+        low, high = wilson_interval(solved, len(mine))
+        at = sorted(r["solved_at"] for r in mine if r["solved_at"] is not None)
+        median = f"{at[len(at) // 2]:,}" if at else "-"
+        lines.append(
+            f"| {arm} | {len(mine)} | {solved}/{len(mine)} | [{low:.2f}, {high:.2f}] "
+            f"| {median} |"
+        )
+    lines += ["", "| seed | arm | split drawn | split moved | solved | solved at |"]
+    lines.append("|---|---|---|---|---|---|")
+    for r in runs:
+        at = "-" if r["solved_at"] is None else f"{r['solved_at']:,}"
+        lines.append(
+            f"| {r['seed']} | {r['arm']} | {r['split_drawn']:+.3f} | "
+            f"{r['split_moved']:+.3f} | {r['success']} | {at} |"
+        )
+    print("\n".join(lines))
+    return lines
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    start = time.perf_counter()
+    print(
+        f"NAU-NMU on a*b: seeds {args.stuck} with their split moved to "
+        f"+-{args.target:g}, seeds {args.solved} with theirs moved to 0 "
+        f"(small: |split| < {SMALL_SPLIT}); {args.iterations:,} iterations on "
+        f"{keras.backend.backend()}."
+    )
+    runs, seconds = run(args)
+    report(runs)
+    wall = time.perf_counter() - start
+    arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    save_json(
+        {"arguments": arguments, "train_seconds": seconds, "wall_seconds": wall,
+         "runs": runs},
+        args.json,
+    )  # fmt: skip
+    remove_checkpoint(args.checkpoint_dir)
+    print(f"Wrote {args.json} ({wall:.0f} s).")

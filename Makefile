@@ -93,6 +93,7 @@ docs: $(INSTALLED)
 lint: $(INSTALLED)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 format: $(INSTALLED)
 	$(PY) -m ruff check --fix .

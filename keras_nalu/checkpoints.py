@@ -63,7 +63,9 @@ class Checkpoint:
             for error messages.
     """
 
-    def __init__(self, directory: str | os.PathLike, argument: str = "checkpoint_dir"):
+    def __init__(
+        self, directory: str | os.PathLike, argument: str = "checkpoint_dir"
+    ) -> None:
         if not isinstance(directory, (str, os.PathLike)):
             raise ValueError(
                 f"Received an invalid value for `{argument}`, expected a folder "

@@ -25,6 +25,8 @@ engine's loop. The layers themselves stay backend-agnostic (`keras.ops`).
 
 import json
 import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -36,10 +38,10 @@ tf = _validation.tensorflow("keras_nalu.distribute (tf.distribute strategies)")
 STRATEGIES = training.STRATEGIES
 # The optimizer of each model a `Trainer` trains (the loop does not compile
 # the model, so it has no `model.optimizer`): see `optimizer_of`.
-_TRAINER_OPTIMIZERS = weakref.WeakKeyDictionary()
+_TRAINER_OPTIMIZERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-def optimizer_of(model):
+def optimizer_of(model: keras.Model) -> keras.optimizers.Optimizer | None:
     """The optimizer training `model`: `model.optimizer` when Keras compiled
     it (`model.fit`), the `Trainer`'s when a `Trainer` trains it, else `None`.
 
@@ -50,7 +52,7 @@ def optimizer_of(model):
     return optimizer if optimizer is not None else _TRAINER_OPTIMIZERS.get(model)
 
 
-def make_strategy(name="default"):
+def make_strategy(name: str = "default") -> Any:
     """Returns a `tf.distribute.Strategy` by name.
 
     `"default"` is the default strategy (no distribution), `"mirrored"` a
@@ -86,7 +88,7 @@ def make_strategy(name="default"):
     return tf.distribute.get_strategy()
 
 
-def get_strategy(strategy=None):
+def get_strategy(strategy: Any = None) -> Any:
     """Returns `strategy` as a `tf.distribute.Strategy`.
 
     Args:
@@ -107,12 +109,12 @@ def get_strategy(strategy=None):
     return strategy
 
 
-def is_multi_worker(strategy):
+def is_multi_worker(strategy: Any) -> bool:
     """Whether `strategy` is a `tf.distribute.MultiWorkerMirroredStrategy`."""
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
-def is_chief(strategy=None):
+def is_chief(strategy: Any = None) -> bool:
     """Whether this process should write the run's files (checkpoints,
     results, exported models).
 
@@ -132,7 +134,11 @@ def is_chief(strategy=None):
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
 
 
-def build_in_scope(strategy, model_fn, optimizer_fn):
+def build_in_scope(
+    strategy: Any,
+    model_fn: Callable[[], keras.Model],
+    optimizer_fn: Callable[[], keras.optimizers.Optimizer],
+) -> tuple[keras.Model, keras.optimizers.Optimizer]:
     """Calls `model_fn` and `optimizer_fn` inside `strategy.scope()` and
     builds the optimizer for the model; returns `(model, optimizer)`.
 
@@ -142,7 +148,7 @@ def build_in_scope(strategy, model_fn, optimizer_fn):
     return training._build(model_fn, optimizer_fn, strategy.scope())
 
 
-def worker_index(strategy=None):
+def worker_index(strategy: Any = None) -> tuple[int, int]:
     """`(index, count)`: this process's place among the workers of `strategy`
     (the chief first), `(0, 1)` outside a multi-worker cluster.
 
@@ -162,7 +168,7 @@ def worker_index(strategy=None):
     return order.index((resolver.task_type, resolver.task_id)), len(order)
 
 
-def gather_json(value, strategy=None):
+def gather_json(value: Any, strategy: Any = None) -> list[Any]:
     """Every worker's `value` (JSON-serializable), as a list in worker order.
 
     A collective: under a multi-worker strategy every worker must call it, the
@@ -330,8 +336,13 @@ class Trainer:
     """
 
     def __init__(
-        self, model_fn, loss, optimizer_fn, strategy=None, global_batch_size=None
-    ):
+        self,
+        model_fn: Callable[[], keras.Model],
+        loss: Any,
+        optimizer_fn: Callable[[], keras.optimizers.Optimizer],
+        strategy: Any = None,
+        global_batch_size: int | None = None,
+    ) -> None:
         _validation.function("model_fn", model_fn, "a function returning a keras.Model")
         _validation.function(
             "optimizer_fn", optimizer_fn, "a function returning a keras optimizer"
@@ -371,7 +382,7 @@ class Trainer:
         per_replica = self.strategy.run(self._replica_step, args=(x, y))
         return self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    def distribute(self, dataset):
+    def distribute(self, dataset: Any) -> Any:
         """Returns `dataset` distributed over the strategy's replicas.
 
         Args:
@@ -395,7 +406,7 @@ class Trainer:
             dataset,
         )
 
-    def train(self, dataset, steps):
+    def train(self, dataset: Any, steps: int) -> list[float]:
         """Trains for `steps` batches of `dataset`; returns each step's loss.
 
         Args:
@@ -428,13 +439,13 @@ class Trainer:
 
     def fit(
         self,
-        dataset,
-        epochs=1,
-        initial_epoch=0,
-        steps_per_epoch=None,
-        callbacks=None,
-        verbose=0,
-    ):
+        dataset: Any,
+        epochs: int = 1,
+        initial_epoch: int = 0,
+        steps_per_epoch: int | None = None,
+        callbacks: Sequence[keras.callbacks.Callback] | None = None,
+        verbose: int = 0,
+    ) -> keras.callbacks.History:
         """Trains like `model.fit`: epochs of steps, with Keras callbacks.
 
         The callbacks get the calls `model.fit` makes (`on_train_begin`,
@@ -465,7 +476,7 @@ class Trainer:
         if steps_per_epoch is None:
             steps_per_epoch = _number_of_batches(dataset)
         steps_per_epoch = _validation.positive_int("steps_per_epoch", steps_per_epoch)
-        callbacks = keras.callbacks.CallbackList(
+        calls = keras.callbacks.CallbackList(
             list(callbacks or []),
             add_history=True,
             add_progbar=bool(verbose),
@@ -477,28 +488,28 @@ class Trainer:
         iterator = self._iterate(dataset)
         self.model.stop_training = False
         logs = {}
-        callbacks.on_train_begin()
+        calls.on_train_begin()
         for epoch in range(initial_epoch, epochs):
-            callbacks.on_epoch_begin(epoch)
+            calls.on_epoch_begin(epoch)
             total = 0.0
             for step in range(steps_per_epoch):
-                callbacks.on_train_batch_begin(step)
+                calls.on_train_batch_begin(step)
                 total += self._take_step(
                     iterator,
                     steps_per_epoch * (epochs - initial_epoch),
                     (epoch - initial_epoch) * steps_per_epoch + step,
                 )
                 logs = {"loss": total / (step + 1)}
-                callbacks.on_train_batch_end(step, logs)
+                calls.on_train_batch_end(step, logs)
                 if self.model.stop_training:
                     break
-            callbacks.on_epoch_end(epoch, logs)
+            calls.on_epoch_end(epoch, logs)
             if self.model.stop_training:
                 break
         # As `model.fit`: an optimizer's moving averages (`use_ema`) go into
         # the model before `on_train_end`.
         self.optimizer.finalize_variable_values(self.model.trainable_variables)
-        callbacks.on_train_end(logs)
+        calls.on_train_end(logs)
         return self.model.history
 
 

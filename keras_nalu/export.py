@@ -9,6 +9,7 @@ import keras
 import numpy as np
 
 from keras_nalu import _validation
+from keras_nalu._types import ArrayLike
 
 _SAVED_MODEL_FILE = "saved_model.pb"
 # The longest file name of the usual file systems (ext4, APFS, NTFS), in bytes.
@@ -16,15 +17,15 @@ _NAME_MAX = 255
 
 
 def export_saved_model(
-    model,
-    path,
-    sample_input=None,
+    model: keras.Model,
+    path: str | os.PathLike,
+    sample_input: ArrayLike | None = None,
     *,
-    overwrite=True,
-    rtol=1e-5,
-    atol=1e-6,
-    jit_compile=False,
-):
+    overwrite: bool = True,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    jit_compile: bool = False,
+) -> Path:
     """Exports `model` as a TensorFlow SavedModel at `path`, or leaves all as it was.
 
     The model is written by Keras's `ExportArchive` (on JAX by
@@ -140,7 +141,7 @@ def export_saved_model(
             "with KERAS_BACKEND=tensorflow."
         )
     _validation.tensorflow("export_saved_model (a TensorFlow SavedModel)")
-    path = _check_target(path, overwrite)
+    target = _check_target(path, overwrite)
     if sample_input is None:
         sample_input = _default_sample(model)
     elif len(getattr(model, "inputs", None) or [None]) == 1:
@@ -149,13 +150,13 @@ def export_saved_model(
     samples = [sample_input, keras.tree.map_structure(lambda a: a[:1], sample_input)]
     expected = [_to_numpy(model(sample, training=False)) for sample in samples]
 
-    created = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
     moved, staging = False, None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         # A short staging name: the export's own name must fit beside it.
-        staging = Path(tempfile.mkdtemp(prefix=".export-partial-", dir=path.parent))
-        exported = staging / path.name
+        staging = Path(tempfile.mkdtemp(prefix=".export-partial-", dir=target.parent))
+        exported = staging / target.name
         if backend == "jax":
             model.export(
                 str(exported),
@@ -166,7 +167,7 @@ def export_saved_model(
         else:
             _export_checked(model, exported, jit_compile)
         _verify(exported, samples, expected, rtol, atol)
-        _move_into_place(exported, path, staging / "previous")
+        _move_into_place(exported, target, staging / "previous")
         moved = True
     finally:
         if staging is not None:
@@ -175,7 +176,7 @@ def export_saved_model(
             for folder in created:  # deepest first
                 if folder.is_dir() and not any(folder.iterdir()):
                     folder.rmdir()
-    return path
+    return target
 
 
 def _export_checked(model, folder, jit_compile):

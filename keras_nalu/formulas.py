@@ -36,12 +36,15 @@ which verifies the exact weights on data before returning them.
 """
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 import numpy as np
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ArrayLike
 from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU, RealNPU
 
 LAYERS = (NAC, NAU, NMU, RealNPU, keras.layers.Dense)  # NALU, INALU, NMRU: subclasses
@@ -57,8 +60,15 @@ SUPPORTED = (
 )
 
 
-def expressions(model, input_names=None, *, x=None, positive=False, atol=1e-3,
-                digits=4):  # fmt: skip
+def expressions(
+    model: keras.Model,
+    input_names: Sequence[str] | None = None,
+    *,
+    x: ArrayLike | None = None,
+    positive: bool = False,
+    atol: float = 1e-3,
+    digits: int = 4,
+) -> list[Any]:
     """The outputs of `model` as SymPy expressions of its inputs.
 
     Args:
@@ -111,14 +121,26 @@ def expressions(model, input_names=None, *, x=None, positive=False, atol=1e-3,
     return reader.model(model, _Value(h, x)).h
 
 
-def formulas(model, input_names=None, output_names=None, **kwargs):
+def formulas(
+    model: keras.Model,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    *,
+    x: ArrayLike | None = None,
+    positive: bool = False,
+    atol: float = 1e-3,
+    digits: int = 4,
+) -> list[str]:
     """The outputs of `model` as readable formulas, e.g. `"y0 = x3*x17 - x42"`.
 
     Args:
         model: As for `expressions`.
         input_names: As for `expressions`.
         output_names: Names of the outputs (default `y0`, `y1`, ...).
-        **kwargs: `x`, `positive`, `atol` and `digits` of `expressions`.
+        x: As for `expressions` (keyword-only).
+        positive: As for `expressions` (keyword-only).
+        atol: As for `expressions` (keyword-only).
+        digits: As for `expressions` (keyword-only).
 
     Returns:
         A list of strings `"NAME = EXPRESSION"`, one per output unit.
@@ -133,7 +155,9 @@ def formulas(model, input_names=None, output_names=None, **kwargs):
     >>> formulas(model, ["a", "b", "c"])
     ['y0 = -c*(a + b)']
     """
-    found = expressions(model, input_names, **kwargs)
+    found = expressions(
+        model, input_names, x=x, positive=positive, atol=atol, digits=digits
+    )
     names = _names("output_names", output_names, len(found), "y")
     return [
         f"{name} = {expression}" for name, expression in zip(names, found, strict=True)

@@ -16,6 +16,7 @@ True
 """
 
 import math
+from typing import Any
 
 import keras
 
@@ -47,8 +48,14 @@ class NAUUniform(_CappedGlorotUniform):
     """`U[-r, r]` with `r = min(0.5, sqrt(6 / (fan_in + fan_out)))`: the NAU's.
 
     It takes the arguments of `keras.initializers.GlorotUniform`: `seed`, an
-    integer or `keras.random.SeedGenerator`.
+    integer or `keras.random.SeedGenerator`, and the others Keras's version
+    has (`input_axes`, `output_axes` in Keras 3.15).
     """
+
+    def __init__(
+        self, seed: int | keras.random.SeedGenerator | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(seed=seed, **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
@@ -69,7 +76,9 @@ class NMUUniform(_CappedGlorotUniform):
 
     cap = 0.25
 
-    def __init__(self, center=0.5, seed=None, **kwargs):
+    def __init__(
+        self, center: float = 0.5, seed: int | None = None, **kwargs: Any
+    ) -> None:
         ok = isinstance(center, (int, float)) and not isinstance(center, bool)
         if not (ok and 0.25 <= center <= 0.75):
             raise ValueError(

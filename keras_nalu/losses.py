@@ -10,6 +10,8 @@ Example:
 0.505
 """
 
+from typing import Any
+
 import keras
 import numpy as np
 from keras import ops
@@ -45,11 +47,11 @@ class NormalizedMeanSquaredError(keras.losses.Loss):
 
     def __init__(
         self,
-        variance,
-        name="normalized_mean_squared_error",
-        reduction="sum_over_batch_size",
-        dtype=None,
-    ):
+        variance: Any,
+        name: str = "normalized_mean_squared_error",
+        reduction: str = "sum_over_batch_size",
+        dtype: str | None = None,
+    ) -> None:
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.variance = _variances(variance)
 

@@ -26,12 +26,14 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_nalu._types import ArrayLike, Tensor
+
 DEFAULT_EPSILON = 1e-7
 # exp(88) = 1.65e38 is below float32's largest value, 3.4e38.
 FLOAT32_MAX_EXPONENT = 88.0
 
 
-def matmul(x, w):
+def matmul(x: ArrayLike, w: ArrayLike) -> Tensor:
     """`x @ w` at the full precision of the dtype, where the backend lets a
     program choose: every matrix product of the units goes through it.
 
@@ -65,7 +67,7 @@ def matmul(x, w):
     return ops.matmul(x, w)
 
 
-def nac_weight(w_hat, m_hat):
+def nac_weight(w_hat: ArrayLike, m_hat: ArrayLike) -> Tensor:
     """The NAC transformation matrix `W = tanh(w_hat) * sigmoid(m_hat)`.
 
     The elements of `W` lie in `[-1, 1]` and saturate at -1, 0 and 1.
@@ -73,12 +75,12 @@ def nac_weight(w_hat, m_hat):
     return ops.tanh(w_hat) * ops.sigmoid(m_hat)
 
 
-def nac(x, w):
+def nac(x: ArrayLike, w: ArrayLike) -> Tensor:
     """The neural accumulator `a = x @ W`: sums and differences of inputs."""
     return matmul(x, w)
 
 
-def log_magnitude(x, epsilon=DEFAULT_EPSILON):
+def log_magnitude(x: ArrayLike, epsilon: float = DEFAULT_EPSILON) -> Tensor:
     """`log(|x| + epsilon)`: the log space of the multiplicative path.
 
     `epsilon` keeps `log(0)` finite: a zero input maps to `log(epsilon)`.
@@ -86,7 +88,13 @@ def log_magnitude(x, epsilon=DEFAULT_EPSILON):
     return ops.log(ops.abs(x) + epsilon)
 
 
-def nalu(x, w, gate_kernel, mul_w=None, epsilon=DEFAULT_EPSILON):
+def nalu(
+    x: ArrayLike,
+    w: ArrayLike,
+    gate_kernel: ArrayLike,
+    mul_w: ArrayLike | None = None,
+    epsilon: float = DEFAULT_EPSILON,
+) -> Tensor:
     """The neural arithmetic logic unit `y = g * a + (1 - g) * m`.
 
     With `a = x @ W`, `m = exp(log(|x| + epsilon) @ W_mul)` and
@@ -106,7 +114,7 @@ def nalu(x, w, gate_kernel, mul_w=None, epsilon=DEFAULT_EPSILON):
     return additive + multiplicative
 
 
-def clip_weight(w, low, high):
+def clip_weight(w: ArrayLike, low: float, high: float) -> Tensor:
     """`clip(w, low, high)` whose gradient is 1 on `[low, high]`, bounds
     included, and 0 outside: `torch.clamp`'s, as in Madsen & Johansen's code,
     on every backend. (`jax.numpy.clip` passes half the gradient at a bound,
@@ -117,7 +125,7 @@ def clip_weight(w, low, high):
     return ops.where(inside, w, ops.clip(w, low, high))
 
 
-def ramp(step, start, end):
+def ramp(step: ArrayLike, start: int, end: int) -> Tensor:
     """`clip((step - start) / (end - start), 0, 1)`: 0 before `start`, 1 from `end`.
 
     The schedule of the sparsity regularizers (Madsen & Johansen, 2020). With
@@ -129,7 +137,7 @@ def ramp(step, start, end):
     return ops.clip((step - start) / float(end - start), 0.0, 1.0)
 
 
-def nau(x, w, center=None):
+def nau(x: ArrayLike, w: ArrayLike, center: ArrayLike | None = None) -> Tensor:
     """The neural addition unit `x @ clip(W, -1, 1)` (Madsen & Johansen, 2020).
 
     With `center` (a tensor broadcastable to `x`, typically the batch mean of
@@ -160,7 +168,7 @@ def _gated_product(x, w):
     return ops.prod(factors, axis=-2, dtype=dtype)
 
 
-def nmu(x, w):
+def nmu(x: ArrayLike, w: ArrayLike) -> Tensor:
     """The neural multiplication unit `y_j = prod_i (W_ij x_i + 1 - W_ij)`.
 
     `W` is clipped to `[0, 1]`: `W_ij = 1` multiplies `x_i` in, `W_ij = 0`
@@ -170,7 +178,7 @@ def nmu(x, w):
     return _gated_product(x, clip_weight(w, 0.0, 1.0))
 
 
-def sparsity_penalty(w):
+def sparsity_penalty(w: ArrayLike) -> Tensor:
     """`mean(min(|W|, 1 - |W|))` over the last two axes: 0 when `W` is in {-1, 0, 1}.
 
     The sparsity regularizer of NAU and NMU (Madsen & Johansen, 2020), of a
@@ -185,7 +193,7 @@ def sparsity_penalty(w):
     return ops.mean(distance, axis=(-2, -1))
 
 
-def sign_product(x, w):
+def sign_product(x: ArrayLike, w: ArrayLike) -> Tensor:
     """`prod_i (sign(x_i) * |W_ij| + 1 - |W_ij|)`: the sign of the product.
 
     iNALU's sign recovery (Schlör et al., 2020): for `|W|` in {0, 1}, the sign of
@@ -194,7 +202,14 @@ def sign_product(x, w):
     return _gated_product(ops.sign(x), ops.abs(w))
 
 
-def inalu(x, w, mul_w, gate_logits, epsilon=DEFAULT_EPSILON, max_exponent=20.0):
+def inalu(
+    x: ArrayLike,
+    w: ArrayLike,
+    mul_w: ArrayLike,
+    gate_logits: ArrayLike,
+    epsilon: float = DEFAULT_EPSILON,
+    max_exponent: float = 20.0,
+) -> Tensor:
     """The improved NALU `y = g * a + (1 - g) * m * s` (Schlör et al., 2020).
 
     With `a = x @ W`, `m = exp(min(log(|x| + epsilon) @ W_mul, max_exponent))`,
@@ -208,7 +223,7 @@ def inalu(x, w, mul_w, gate_logits, epsilon=DEFAULT_EPSILON, max_exponent=20.0):
     return gate * nac(x, w) + (1.0 - gate) * multiplicative
 
 
-def inalu_penalty(w_hat, threshold=20.0):
+def inalu_penalty(w_hat: ArrayLike, threshold: float = 20.0) -> Tensor:
     """`mean(max(min(-w, w) + t, 0) / t)`: iNALU's regularizer of a latent weight.
 
     Zero when `|w_hat| >= t`, where `tanh` and `sigmoid` saturate and the
@@ -219,7 +234,7 @@ def inalu_penalty(w_hat, threshold=20.0):
     return ops.mean(penalty, axis=(-2, -1))
 
 
-def reciprocal(x, epsilon=DEFAULT_EPSILON):
+def reciprocal(x: ArrayLike, epsilon: float = DEFAULT_EPSILON) -> Tensor:
     """`1 / x` with `|x|` raised to at least `epsilon` (the sign of 0 taken as +),
     in the dtype of `x`."""
     x = ops.convert_to_tensor(x)
@@ -228,7 +243,12 @@ def reciprocal(x, epsilon=DEFAULT_EPSILON):
     return sign / ops.maximum(ops.abs(x), ops.cast(epsilon, x.dtype))
 
 
-def nmru(x, w, epsilon=DEFAULT_EPSILON, sign_retrieval=False):
+def nmru(
+    x: ArrayLike,
+    w: ArrayLike,
+    epsilon: float = DEFAULT_EPSILON,
+    sign_retrieval: bool = False,
+) -> Tensor:
     """The neural multiplicative reciprocal unit: an NMU over `[x, 1 / x]`.
 
     `y_j = prod_i (W_ij z_i + 1 - W_ij)` with `z = concat(x, 1 / x)` and `W`
@@ -251,8 +271,12 @@ def nmru(x, w, epsilon=DEFAULT_EPSILON, sign_retrieval=False):
 
 
 def real_npu(
-    x, w, gate=None, epsilon=DEFAULT_EPSILON, max_exponent=FLOAT32_MAX_EXPONENT
-):
+    x: ArrayLike,
+    w: ArrayLike,
+    gate: ArrayLike | None = None,
+    epsilon: float = DEFAULT_EPSILON,
+    max_exponent: float = FLOAT32_MAX_EXPONENT,
+) -> Tensor:
     """The real NPU `y_j = exp(sum_i W_ij log r_i) * cos(pi * sum_i W_ij k_i)`.
 
     Heim et al. (2020)'s RealNPU with its exponents `W` clipped to `[-1, 1]`:
@@ -278,7 +302,7 @@ def real_npu(
     return ops.exp(ops.minimum(log_product, max_exponent)) * sign
 
 
-def real_npu_penalty(w, gate=None):
+def real_npu_penalty(w: ArrayLike, gate: ArrayLike | None = None) -> Tensor:
     """The real NPU's sparsity penalty: `sparsity_penalty(W)` plus, with a
     gate (shape `(..., in)`, clipped to `[0, 1]`), `mean(min(g, 1 - g))`.
     Zero when every exponent is -1, 0 or 1 and every gate 0 or 1."""

@@ -33,7 +33,7 @@ class Sparsity(keras.regularizers.Regularizer):
         strength: Float >= 0, the penalty's weight.
     """
 
-    def __init__(self, strength=0.01):
+    def __init__(self, strength: float = 0.01) -> None:
         self.strength = _validation.non_negative_float("strength", strength)
 
     def __call__(self, x):

@@ -50,6 +50,7 @@ pass held-out data, not the test set you report on.
 """
 
 import functools
+from typing import Any
 
 import keras
 import numpy as np
@@ -79,7 +80,13 @@ MAX_CHOICES = 256
 MAX_PASSES = 3
 
 
-def snap_weights(model, data, *, rtol=1e-5, search=False):
+def snap_weights(
+    model: keras.Model,
+    data: tuple[Any, Any] | dict[str, tuple[Any, Any]],
+    *,
+    rtol: float = 1e-5,
+    search: bool = False,
+) -> tuple[keras.Model, dict[str, dict[str, float]]]:
     """Returns a copy of `model` with exact arithmetic weights, verified.
 
     The copy (rebuilt from `model.get_config()`, uncompiled, with the
@@ -140,7 +147,7 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
         )
     rtol = _validation.positive_float("rtol", rtol)
     search = _validation.boolean("search", search)
-    data = _checked_data(model, data)
+    checked = _checked_data(model, data)
     # Rebuilt from its configuration, uncompiled: `clone_model` would also
     # compile the copy from `model`'s compile configuration, which fails for a
     # loss Keras cannot deserialize (a plain function), and the copy is never
@@ -149,7 +156,7 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
         model.get_config(), custom_objects=_layer_classes(model)
     )
     snapped.set_weights(model.get_weights())
-    choices = []
+    choices: list[Any] = []
     _walk(
         snapped,
         [
@@ -159,10 +166,10 @@ def snap_weights(model, data, *, rtol=1e-5, search=False):
         choices,
     )
     if search:
-        _decide(snapped, choices, data)
+        _decide(snapped, choices, checked)
     report = {
         name: {"before": _error(model, x, y), "after": _error(snapped, x, y)}
-        for name, (x, y) in data.items()
+        for name, (x, y) in checked.items()
     }
     failed = {
         name: r

@@ -48,9 +48,12 @@ import functools
 import json
 import math
 import numbers
+import os
 import sys
 import time
 import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -126,7 +129,7 @@ def _build(model_fn, optimizer_fn, scope=None):
     return model, optimizer
 
 
-def training_step(model):
+def training_step(model: keras.Model) -> int | None:
     """The training steps `model` has taken (its optimizer's iterations), under
     `model.fit` or `fit`'s custom loop, or `None` when nothing trains it."""
     optimizer = _optimizer_of(model)
@@ -157,7 +160,14 @@ class Progress(keras.callbacks.Callback):
         print_fn: Called with each line (default: `print`, flushed).
     """
 
-    def __init__(self, total, done=None, unit="epoch", label=None, print_fn=None):
+    def __init__(
+        self,
+        total: int,
+        done: int | None = None,
+        unit: str = "epoch",
+        label: str | None = None,
+        print_fn: Callable[[str], Any] | None = None,
+    ) -> None:
         super().__init__()
         self.total = _validation.positive_int("total", total)
         self.unit, self.label = unit, label
@@ -165,11 +175,13 @@ class Progress(keras.callbacks.Callback):
         self._start = None if done is None else (time.perf_counter(), done)
         self._began = time.perf_counter()
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         step = training_step(self.model)
         self.update(epoch + 1, logs, what=None if step is None else f"step {step}")
 
-    def update(self, done, values=None, what=None):
+    def update(
+        self, done: int, values: dict[str, Any] | None = None, what: str | None = None
+    ) -> str:
         """Prints the line of `done` units of `total`, naming `what` (e.g. the
         run just finished) when given, with `values` (`{name: number or
         text}`); returns it."""
@@ -233,15 +245,17 @@ class StopOnDivergence(keras.callbacks.Callback):
     epoch and step for the user.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.message = None
+        self.message: str | None = None
         self._epoch = 0
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch = epoch
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(
+        self, batch: int, logs: dict[str, Any] | None = None
+    ) -> None:
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
             steps = self.params.get("steps")
@@ -281,7 +295,9 @@ def _assign_values(variables, values):
 
 
 @contextlib.contextmanager
-def moving_averages(model, optimizer=None):
+def moving_averages(
+    model: keras.Model, optimizer: keras.optimizers.Optimizer | None = None
+) -> Iterator[keras.Model]:
     """Within the block, `model` holds its optimizer's moving averages.
 
     For an optimizer with `use_ema=True`: evaluate the weights a run will
@@ -328,7 +344,7 @@ class _MovingAverages(keras.callbacks.Callback):
         self._optimizer = optimizer
         self._weights = None
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._weights = _copy_values(self._variables)
 
     def restore(self):
@@ -341,20 +357,20 @@ class _MovingAverages(keras.callbacks.Callback):
 
 
 def fit(
-    model_fn,
-    data_fn,
+    model_fn: Callable[[], keras.Model],
+    data_fn: Callable[[int], Any],
     *,
-    loss,
-    optimizer_fn,
-    epochs,
-    strategy=None,
-    loop="auto",
-    checkpoint_dir=None,
-    config=None,
-    callbacks=(),
-    steps_per_execution=1,
-    verbose="auto",
-):
+    loss: Any,
+    optimizer_fn: Callable[[], keras.optimizers.Optimizer],
+    epochs: int,
+    strategy: Any = None,
+    loop: str = "auto",
+    checkpoint_dir: str | os.PathLike | None = None,
+    config: Any = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    steps_per_execution: int = 1,
+    verbose: str | int = "auto",
+) -> FitResult:
     """Trains a model for `epochs` epochs, resumably, on any strategy.
 
     Args:
@@ -588,7 +604,7 @@ def _refuse_backend(backend, strategy, loop):
     )
 
 
-def remove_checkpoint(checkpoint_dir):
+def remove_checkpoint(checkpoint_dir: str | os.PathLike) -> None:
     """Deletes the checkpoint in `checkpoint_dir`, then the folder if empty.
 
     Deletes only the checkpoint `fit` writes there, what a kill while saving

@@ -5,6 +5,7 @@ import ast
 import configparser
 import importlib
 import importlib.metadata
+import inspect
 import os
 import re
 import subprocess
@@ -186,3 +187,55 @@ def test_the_namesake_distribution_is_named_at_import(tmp_path):
     assert result.returncode == 1
     assert "ImportError: Another distribution, keras-nalu 1.3.0" in result.stderr
     assert "pip uninstall -y keras-nalu keras-neural-arithmetic" in result.stderr
+
+
+def _public_callables():
+    """`{name: callable}` of the public API: `keras_nalu.__all__`'s functions
+    and classes, and the public functions and classes of its public modules
+    (a class as its `__init__`, its public methods too)."""
+    modules = [keras_nalu, *map(importlib.import_module, PUBLIC_MODULES)]
+    modules += [keras_nalu.ops, keras_nalu.initializers, keras_nalu.losses]
+    modules += [
+        keras_nalu.regularizers,
+        importlib.import_module("keras_nalu.checkpoints"),
+    ]
+    found = {}
+    for module in modules:
+        names = getattr(module, "__all__", None) or [
+            n for n in vars(module) if not n.startswith("_")
+        ]
+        for name in names:
+            value = getattr(module, name)
+            if not callable(value) or isinstance(value, type(sys)):
+                continue
+            if not getattr(value, "__module__", "").startswith("keras_nalu"):
+                continue  # imported from elsewhere (keras, numpy, ...)
+            qualified = f"{value.__module__}.{value.__qualname__}"
+            if isinstance(value, type):
+                found[qualified] = value.__init__
+                for method, member in vars(value).items():
+                    if callable(member) and not method.startswith("_"):
+                        if method not in ("call", "build", "get_config"):
+                            found[f"{qualified}.{method}"] = member
+            else:
+                found[qualified] = value
+    return found
+
+
+def test_the_public_api_is_fully_typed():
+    """Every parameter and every return of the public functions and classes
+    has a type hint, and none hides its arguments behind a bare `**kwargs`
+    except the layers' (Keras's base-layer arguments), which are typed."""
+    callables = _public_callables()
+    missing = []
+    for name, function in sorted(callables.items()):
+        if function is object.__init__:
+            continue  # a dataclass or a class without a constructor of its own
+        signature = inspect.signature(function)
+        for parameter in signature.parameters.values():
+            if parameter.name != "self" and parameter.annotation is parameter.empty:
+                missing.append(f"{name}({parameter.name})")
+        if signature.return_annotation is signature.empty:
+            missing.append(f"{name} -> ?")
+    assert not missing, missing
+    assert len(callables) >= 60  # the count the closing note of issue 41 gives

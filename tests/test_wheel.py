@@ -22,6 +22,7 @@ def test_wheel_installs_and_runs_the_readme_example(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert any(re.search(r"\.dist-info/(licenses/)?LICENSE$", n) for n in names)
     assert "keras_nalu/layers/nalu.py" in names
+    assert "keras_nalu/py.typed" in names  # the hints are for type checkers
 
     site = tmp_path / "site"
     install = subprocess.run(

@@ -12,12 +12,15 @@ from keras import ops
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike
 
 
 class ClipAfter(keras.constraints.Constraint):
     """Applies the user's `constraint` (if any), then clips to `[low, high]`."""
 
-    def __init__(self, low, high, constraint=None):
+    def __init__(
+        self, low: float, high: float, constraint: ConstraintLike | None = None
+    ) -> None:
         self.low, self.high, self.constraint = low, high, constraint
 
     def __call__(self, w):

@@ -1,11 +1,14 @@
 """The shared body of NAU, NMU, NMRU and RealNPU: one clipped kernel and its
 penalty."""
 
+from typing import Any
+
 import keras
 from keras import ops
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._regularization import ClipAfter, ScheduledPenaltyMixin
 
 # Ours, not Madsen & Johansen's: no penalty for 20,000 steps, then ramped up to
@@ -13,7 +16,7 @@ from keras_nalu.layers._regularization import ClipAfter, ScheduledPenaltyMixin
 # Their code (stable-nalu, lfs_batch_jobs/function_task_static.sh) ramps 10 in
 # from step 1,000,000 to 2,000,000 for NAU-NMU on the static task, and 0.01
 # from 5,000 to 50,000 for NAU-NAU: see docs/units/nau-nmu-nmru.md.
-DEFAULT_SCHEDULE = {
+DEFAULT_SCHEDULE: dict[str, Any] = {
     "regularization_strength": 10.0,
     "regularization_start": 20_000,
     "regularization_end": 35_000,
@@ -36,15 +39,15 @@ class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
 
     def __init__(
         self,
-        units,
-        regularization_strength,
-        regularization_start,
-        regularization_end,
-        kernel_initializer,
-        kernel_regularizer,
-        kernel_constraint,
-        **kwargs,
-    ):
+        units: int,
+        regularization_strength: float,
+        regularization_start: int,
+        regularization_end: int,
+        kernel_initializer: InitializerLike,
+        kernel_regularizer: RegularizerLike | None,
+        kernel_constraint: ConstraintLike | None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.units = _validation.positive_int("units", units)
         self._set_schedule(

@@ -1,8 +1,11 @@
+from typing import Any
+
 import keras
 from keras import ops
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
 
 
@@ -84,17 +87,17 @@ class ConfiguredNALU(keras.layers.Layer):
 
     def __init__(
         self,
-        units,
-        epsilon=nalu_ops.DEFAULT_EPSILON,
-        tied_weights=True,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        kernel_regularizer=None,
-        bias_regularizer=None,
-        kernel_constraint=None,
-        bias_constraint=None,
-        **kwargs,
-    ):
+        units: int,
+        epsilon: float = nalu_ops.DEFAULT_EPSILON,
+        tied_weights: bool = True,
+        kernel_initializer: InitializerLike = "glorot_uniform",
+        bias_initializer: InitializerLike = "zeros",
+        kernel_regularizer: RegularizerLike | None = None,
+        bias_regularizer: RegularizerLike | None = None,
+        kernel_constraint: ConstraintLike | None = None,
+        bias_constraint: ConstraintLike | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.units = _validation.positive_int("units", units)
         self.epsilon = _validation.positive_float("epsilon", epsilon)
@@ -160,7 +163,7 @@ class ConfiguredNALU(keras.layers.Layer):
             keras.InputSpec(min_ndim=2, axes={-1: control_dim}),
         ]
 
-    def configure(self, control):
+    def configure(self, control: Tensor) -> dict[str, Tensor]:
         """`{name: tensor of shape (..., input_dim, units)}` for the control.
 
         The NALU parameters (`w_hat`, `m_hat`, `gate`, and `mul_w_hat`,
@@ -197,7 +200,7 @@ class ConfiguredNALU(keras.layers.Layer):
         )
         return ops.squeeze(y, -2)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> tuple[int | None, ...]:
         x_shape, _ = self._shapes(input_shape)
         return x_shape[:-1] + (self.units,)
 

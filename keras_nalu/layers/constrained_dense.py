@@ -1,8 +1,11 @@
+from typing import Any
+
 import keras
 from keras import ops
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 
 WEIGHT_TRANSFORMS = ("linear", "sigmoid", "tanh", "nac")
 
@@ -75,20 +78,20 @@ class ConstrainedDense(keras.layers.Layer):
 
     def __init__(
         self,
-        units,
-        weight_transform="nac",
-        use_bias=False,
-        kernel_initializer="glorot_uniform",
-        m_hat_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        kernel_regularizer=None,
-        m_hat_regularizer=None,
-        bias_regularizer=None,
-        kernel_constraint=None,
-        m_hat_constraint=None,
-        bias_constraint=None,
-        **kwargs,
-    ):
+        units: int,
+        weight_transform: str = "nac",
+        use_bias: bool = False,
+        kernel_initializer: InitializerLike = "glorot_uniform",
+        m_hat_initializer: InitializerLike = "glorot_uniform",
+        bias_initializer: InitializerLike = "zeros",
+        kernel_regularizer: RegularizerLike | None = None,
+        m_hat_regularizer: RegularizerLike | None = None,
+        bias_regularizer: RegularizerLike | None = None,
+        kernel_constraint: ConstraintLike | None = None,
+        m_hat_constraint: ConstraintLike | None = None,
+        bias_constraint: ConstraintLike | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.units = _validation.positive_int("units", units)
         self.weight_transform = _validation.one_of(
@@ -141,7 +144,7 @@ class ConstrainedDense(keras.layers.Layer):
             outputs = outputs + self.bias
         return outputs
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> tuple[int | None, ...]:
         return tuple(input_shape)[:-1] + (self.units,)
 
     def get_config(self):

@@ -1,7 +1,10 @@
+from typing import Any
+
 import keras
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers._regularization import ScheduledPenaltyMixin
 from keras_nalu.layers.nac import NAC
@@ -96,30 +99,30 @@ class INALU(ScheduledPenaltyMixin, NAC):
 
     def __init__(
         self,
-        units,
-        epsilon=nalu_ops.DEFAULT_EPSILON,
-        max_exponent=20.0,
-        regularization_strength=1.0,
-        regularization_start=20_000,
-        regularization_end=35_000,
-        regularization_threshold=20.0,
-        w_hat_initializer="glorot_uniform",
-        m_hat_initializer="glorot_uniform",
-        mul_w_hat_initializer="glorot_uniform",
-        mul_m_hat_initializer="glorot_uniform",
-        gate_initializer="zeros",
-        w_hat_regularizer=None,
-        m_hat_regularizer=None,
-        mul_w_hat_regularizer=None,
-        mul_m_hat_regularizer=None,
-        gate_regularizer=None,
-        w_hat_constraint=None,
-        m_hat_constraint=None,
-        mul_w_hat_constraint=None,
-        mul_m_hat_constraint=None,
-        gate_constraint=None,
-        **kwargs,
-    ):
+        units: int,
+        epsilon: float = nalu_ops.DEFAULT_EPSILON,
+        max_exponent: float = 20.0,
+        regularization_strength: float = 1.0,
+        regularization_start: int = 20_000,
+        regularization_end: int = 35_000,
+        regularization_threshold: float = 20.0,
+        w_hat_initializer: InitializerLike = "glorot_uniform",
+        m_hat_initializer: InitializerLike = "glorot_uniform",
+        mul_w_hat_initializer: InitializerLike = "glorot_uniform",
+        mul_m_hat_initializer: InitializerLike = "glorot_uniform",
+        gate_initializer: InitializerLike = "zeros",
+        w_hat_regularizer: RegularizerLike | None = None,
+        m_hat_regularizer: RegularizerLike | None = None,
+        mul_w_hat_regularizer: RegularizerLike | None = None,
+        mul_m_hat_regularizer: RegularizerLike | None = None,
+        gate_regularizer: RegularizerLike | None = None,
+        w_hat_constraint: ConstraintLike | None = None,
+        m_hat_constraint: ConstraintLike | None = None,
+        mul_w_hat_constraint: ConstraintLike | None = None,
+        mul_m_hat_constraint: ConstraintLike | None = None,
+        gate_constraint: ConstraintLike | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             units,
             w_hat_initializer=w_hat_initializer,

@@ -1,8 +1,11 @@
+from typing import Any
+
 import keras
 from keras import ops
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
@@ -58,15 +61,15 @@ class NAC(keras.layers.Layer):
 
     def __init__(
         self,
-        units,
-        w_hat_initializer="glorot_uniform",
-        m_hat_initializer="glorot_uniform",
-        w_hat_regularizer=None,
-        m_hat_regularizer=None,
-        w_hat_constraint=None,
-        m_hat_constraint=None,
-        **kwargs,
-    ):
+        units: int,
+        w_hat_initializer: InitializerLike = "glorot_uniform",
+        m_hat_initializer: InitializerLike = "glorot_uniform",
+        w_hat_regularizer: RegularizerLike | None = None,
+        m_hat_regularizer: RegularizerLike | None = None,
+        w_hat_constraint: ConstraintLike | None = None,
+        m_hat_constraint: ConstraintLike | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.units = _validation.positive_int("units", units)
         self._set_weight_arguments(
@@ -127,7 +130,7 @@ class NAC(keras.layers.Layer):
     def call(self, inputs):
         return nalu_ops.nac(self._cast_inputs(inputs), self.effective_kernel)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> tuple[int | None, ...]:
         return tuple(input_shape)[:-1] + (self.units,)
 
     def get_config(self):

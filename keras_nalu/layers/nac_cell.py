@@ -5,7 +5,7 @@ from keras_nalu.layers.nac import NAC
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
-class NACCell(RecurrentCellMixin, NAC):
+class NACCell(RecurrentCellMixin, NAC):  # type: ignore[misc]  # the cell's call(inputs, states)
     """Recurrent NAC cell for `keras.layers.RNN`: `h_t = NAC([x_t, h_{t-1}])`.
 
     `h_t = [x_t, h_{t-1}] @ W` with `W = tanh(w_hat) * sigmoid(m_hat)`, the

@@ -5,7 +5,7 @@ from keras_nalu.layers.nalu import NALU
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
-class NALUCell(RecurrentCellMixin, NALU):
+class NALUCell(RecurrentCellMixin, NALU):  # type: ignore[misc]  # the cell's call(inputs, states)
     """Recurrent NALU cell for `keras.layers.RNN`: `h_t = NALU([x_t, h_{t-1}])`.
 
     The NALU of `keras_nalu.NALU` applied to the concatenation of the step's

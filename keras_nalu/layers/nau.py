@@ -1,3 +1,5 @@
+from typing import Any
+
 import keras
 from keras import ops
 
@@ -6,6 +8,7 @@ from keras_nalu import (
     initializers,  # noqa: F401 (registers the default)
 )
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
 
 
@@ -82,16 +85,16 @@ class NAU(SparseUnit):
 
     def __init__(
         self,
-        units,
-        regularization_strength=DEFAULT_SCHEDULE["regularization_strength"],
-        regularization_start=DEFAULT_SCHEDULE["regularization_start"],
-        regularization_end=DEFAULT_SCHEDULE["regularization_end"],
-        kernel_initializer="keras_nalu>NAUUniform",
-        kernel_regularizer=None,
-        kernel_constraint=None,
-        centered_gradient=False,
-        **kwargs,
-    ):
+        units: int,
+        regularization_strength: float = DEFAULT_SCHEDULE["regularization_strength"],
+        regularization_start: int = DEFAULT_SCHEDULE["regularization_start"],
+        regularization_end: int = DEFAULT_SCHEDULE["regularization_end"],
+        kernel_initializer: InitializerLike = "keras_nalu>NAUUniform",
+        kernel_regularizer: RegularizerLike | None = None,
+        kernel_constraint: ConstraintLike | None = None,
+        centered_gradient: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             units,
             regularization_strength,

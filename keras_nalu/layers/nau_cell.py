@@ -1,15 +1,18 @@
+from typing import Any
+
 import keras
 import numpy as np
 from keras import ops
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._recurrent import RecurrentCellMixin
 from keras_nalu.layers.nau import NAU
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
-class NAUCell(RecurrentCellMixin, NAU):
+class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call(inputs, states)
     """Recurrent NAU cell for `keras.layers.RNN`: `h_t = [x_t, h_{t-1}] @ W`.
 
     `W = clip(kernel, -1, 1)`, no bias; the output is `h_t` and the initial
@@ -96,16 +99,16 @@ class NAUCell(RecurrentCellMixin, NAU):
 
     def __init__(
         self,
-        units,
-        kernel_initializer="keras_nalu>NAUUniform",
-        recurrent_initializer="identity",
-        kernel_regularizer=None,
-        recurrent_regularizer=None,
-        kernel_constraint=None,
-        centered_gradient=False,
-        diagonal_state=False,
-        **kwargs,
-    ):
+        units: int,
+        kernel_initializer: InitializerLike = "keras_nalu>NAUUniform",
+        recurrent_initializer: InitializerLike = "identity",
+        kernel_regularizer: RegularizerLike | None = None,
+        recurrent_regularizer: RegularizerLike | None = None,
+        kernel_constraint: ConstraintLike | None = None,
+        centered_gradient: bool = False,
+        diagonal_state: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             units,
             regularization_strength=0.0,

@@ -1,7 +1,10 @@
+from typing import Any
+
 import keras
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from keras_nalu.layers.nmu import NMU
 
@@ -74,17 +77,17 @@ class NMRU(NMU):
 
     def __init__(
         self,
-        units,
-        epsilon=nalu_ops.DEFAULT_EPSILON,
-        sign_retrieval=False,
-        regularization_strength=DEFAULT_SCHEDULE["regularization_strength"],
-        regularization_start=DEFAULT_SCHEDULE["regularization_start"],
-        regularization_end=DEFAULT_SCHEDULE["regularization_end"],
-        kernel_initializer="keras_nalu>NMUUniform",
-        kernel_regularizer=None,
-        kernel_constraint=None,
-        **kwargs,
-    ):
+        units: int,
+        epsilon: float = nalu_ops.DEFAULT_EPSILON,
+        sign_retrieval: bool = False,
+        regularization_strength: float = DEFAULT_SCHEDULE["regularization_strength"],
+        regularization_start: int = DEFAULT_SCHEDULE["regularization_start"],
+        regularization_end: int = DEFAULT_SCHEDULE["regularization_end"],
+        kernel_initializer: InitializerLike = "keras_nalu>NMUUniform",
+        kernel_regularizer: RegularizerLike | None = None,
+        kernel_constraint: ConstraintLike | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             units,
             regularization_strength,

@@ -1,7 +1,10 @@
+from typing import Any
+
 import keras
 
 from keras_nalu import initializers  # noqa: F401 (registers the default)
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
 
@@ -67,15 +70,15 @@ class NMU(SparseUnit):
 
     def __init__(
         self,
-        units,
-        regularization_strength=DEFAULT_SCHEDULE["regularization_strength"],
-        regularization_start=DEFAULT_SCHEDULE["regularization_start"],
-        regularization_end=DEFAULT_SCHEDULE["regularization_end"],
-        kernel_initializer="keras_nalu>NMUUniform",
-        kernel_regularizer=None,
-        kernel_constraint=None,
-        **kwargs,
-    ):
+        units: int,
+        regularization_strength: float = DEFAULT_SCHEDULE["regularization_strength"],
+        regularization_start: int = DEFAULT_SCHEDULE["regularization_start"],
+        regularization_end: int = DEFAULT_SCHEDULE["regularization_end"],
+        kernel_initializer: InitializerLike = "keras_nalu>NMUUniform",
+        kernel_regularizer: RegularizerLike | None = None,
+        kernel_constraint: ConstraintLike | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             units,
             regularization_strength,

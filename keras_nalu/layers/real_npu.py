@@ -1,3 +1,5 @@
+from typing import Any
+
 import keras
 
 from keras_nalu import (
@@ -5,6 +7,7 @@ from keras_nalu import (
     initializers,  # noqa: F401 (registers the default)
 )
 from keras_nalu import ops as nalu_ops
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers._regularization import ClipAfter
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
@@ -97,19 +100,19 @@ class RealNPU(SparseUnit):
 
     def __init__(
         self,
-        units,
-        gated=True,
-        epsilon=nalu_ops.DEFAULT_EPSILON,
-        max_exponent=nalu_ops.FLOAT32_MAX_EXPONENT,
-        regularization_strength=DEFAULT_SCHEDULE["regularization_strength"],
-        regularization_start=DEFAULT_SCHEDULE["regularization_start"],
-        regularization_end=DEFAULT_SCHEDULE["regularization_end"],
-        kernel_initializer="keras_nalu>NAUUniform",
-        kernel_regularizer=None,
-        kernel_constraint=None,
-        gate_initializer=HALF_OPEN,
-        **kwargs,
-    ):
+        units: int,
+        gated: bool = True,
+        epsilon: float = nalu_ops.DEFAULT_EPSILON,
+        max_exponent: float = nalu_ops.FLOAT32_MAX_EXPONENT,
+        regularization_strength: float = DEFAULT_SCHEDULE["regularization_strength"],
+        regularization_start: int = DEFAULT_SCHEDULE["regularization_start"],
+        regularization_end: int = DEFAULT_SCHEDULE["regularization_end"],
+        kernel_initializer: InitializerLike = "keras_nalu>NAUUniform",
+        kernel_regularizer: RegularizerLike | None = None,
+        kernel_constraint: ConstraintLike | None = None,
+        gate_initializer: InitializerLike = HALF_OPEN,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             units,
             regularization_strength,

@@ -50,3 +50,23 @@ def test_readme_code_runs_and_extrapolates_as_claimed(tmp_path):
     for name, claimed in CLAIMED_MAX_ERROR.items():
         assert errors[name] < claimed, done.stdout
     assert "['y0 = a*b']" in done.stdout  # the snapped NALU's formula
+
+
+def test_the_docs_home_page_code_runs_as_printed(tmp_path):
+    """docs/index.md's first model prints the product it claims, exactly."""
+    index = README.parent / "docs" / "index.md"
+    (block,) = python_blocks(index.read_text(encoding="utf-8"))
+    script = tmp_path / "index.py"
+    script.write_text(block, encoding="utf-8")
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    claimed = re.search(r"# (\[\[\d+\.\]\]), exact", block).group(1)
+    assert done.stdout.strip().splitlines()[-1] == claimed

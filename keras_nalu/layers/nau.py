@@ -30,7 +30,7 @@ class NAU(SparseUnit):
     against their spread (U[1, 2]), the mean dominates the plain gradient
     and hides the fluctuations that tell which inputs belong together; a
     NAU under an NMU then learns a*b in a tenth of the iterations
-    ([benchmark of the units](../experiments/units-benchmark.md)).
+    ([benchmark of the units](../../experiments/units-benchmark.md)).
 
     The schedule counts the layer's training calls (`regularization_step`, a
     non-trainable weight that is saved and restored with the model), so it

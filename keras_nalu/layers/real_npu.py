@@ -43,7 +43,7 @@ class RealNPU(SparseUnit):
     input of 37 is 19, the power `x^W` moves between "left out" and "divide
     by it" without a barrier: after a NAU that sums many inputs, it learns a
     ratio of sums that the NMRU cannot ([benchmark of the
-    units](../experiments/units-benchmark.md)).
+    units](../../experiments/units-benchmark.md)).
 
     Args:
         units: Positive integer, dimensionality of the output space.

@@ -57,14 +57,16 @@ def matmul(x: ArrayLike, w: ArrayLike) -> Tensor:
 
         with jax.default_matmul_precision("highest"):
             return ops.matmul(x, w)
-    if backend == "torch":
-        x, w = ops.convert_to_tensor(x), ops.convert_to_tensor(w)
-        dtypes = {keras.backend.standardize_dtype(t.dtype) for t in (x, w)}
-        if "float64" in dtypes:
-            x, w = ops.cast(x, "float64"), ops.cast(w, "float64")
-            spec = "...bi,...ij->...bj" if len(x.shape) > 1 else "i,...ij->...j"
-            return ops.einsum(spec, x, w)
+    if backend == "torch" and "float64" in (_dtype(x), _dtype(w)):
+        x, w = ops.cast(x, "float64"), ops.cast(w, "float64")
+        spec = "...bi,...ij->...bj" if len(x.shape) > 1 else "i,...ij->...j"
+        return ops.einsum(spec, x, w)
     return ops.matmul(x, w)
+
+
+def _dtype(x):
+    """The dtype of `x` as Keras names it (`floatx` for a nested list)."""
+    return keras.backend.standardize_dtype(getattr(x, "dtype", None))
 
 
 def nac_weight(w_hat: ArrayLike, m_hat: ArrayLike) -> Tensor:

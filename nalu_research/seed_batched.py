@@ -411,13 +411,11 @@ def _nau_kernel(bench):
 
 
 def _only_masks(bench):
-    """Per run, the boolean masks of the inputs only in `a`, only in `b`."""
-    masks = []
-    for task in bench.tasks:
-        a, b = np.zeros(bench.input_size, bool), np.zeros(bench.input_size, bool)
-        a[task.a_slice], b[task.b_slice] = True, True
-        masks.append((a & ~b, b & ~a))
-    return masks
+    """Per run, the boolean masks of the inputs only in `a`, only in `b`
+    (from the benchmark's masks of its slices)."""
+    masks = ops.convert_to_numpy(bench._masks) > 0  # (runs, inputs, 2)
+    a, b = masks[..., 0], masks[..., 1]
+    return list(zip(a & ~b, b & ~a, strict=True))
 
 
 # The 32-bit finalizer "lowbias32" (C. Wellons, hash-prospector): a bijection

@@ -14,9 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+# The README's blocks and printed errors, read as `make gpu-check` reads them.
+from nalu_research.experiments.gpu_check import BLOCK, ERROR
+
 README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
-ERROR = re.compile(r"^(\w+): .*relative error .*: median (\S+), max (\S+)$", re.M)
 # What the README claims: the largest relative error of each unit.
 CLAIMED_MAX_ERROR = {"NALU": 0.1, "snapped": 1e-5, "NMU": 1e-5}
 
@@ -30,10 +31,10 @@ def test_python_blocks_are_found():
     assert blocks == ["a = 1\n"]
 
 
-def test_readme_code_runs_and_extrapolates_as_claimed(tmp_path):
-    blocks = python_blocks(README.read_text(encoding="utf-8"))
-    assert len(blocks) >= 2, "the README lost its first example"
-    script = tmp_path / "readme.py"
+def run_blocks(blocks, tmp_path):
+    """Runs the code `blocks` as one script in a fresh process (tensorflow),
+    in `tmp_path`; returns what it printed."""
+    script = tmp_path / "page.py"
     script.write_text("\n\n".join(blocks), encoding="utf-8")
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
     done = subprocess.run(
@@ -45,6 +46,13 @@ def test_readme_code_runs_and_extrapolates_as_claimed(tmp_path):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_readme_code_runs_and_extrapolates_as_claimed(tmp_path):
+    blocks = python_blocks(README.read_text(encoding="utf-8"))
+    assert len(blocks) >= 2, "the README lost its first example"
+    done = run_blocks(blocks, tmp_path)
     errors = {name: float(high) for name, _, high in ERROR.findall(done.stdout)}
     assert set(errors) == set(CLAIMED_MAX_ERROR), done.stdout
     for name, claimed in CLAIMED_MAX_ERROR.items():
@@ -56,17 +64,6 @@ def test_the_docs_home_page_code_runs_as_printed(tmp_path):
     """docs/index.md's first model prints the product it claims, exactly."""
     index = README.parent / "docs" / "index.md"
     (block,) = python_blocks(index.read_text(encoding="utf-8"))
-    script = tmp_path / "index.py"
-    script.write_text(block, encoding="utf-8")
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_blocks([block], tmp_path)
     claimed = re.search(r"# (\[\[\d+\.\]\]), exact", block).group(1)
     assert done.stdout.strip().splitlines()[-1] == claimed

@@ -49,6 +49,7 @@ from keras_nalu.layers import (  # noqa: E402
     NAU,
     NMRU,
     NMU,
+    ArithmeticUnit,
     ConfiguredNALU,
     ConstrainedDense,
     NACCell,
@@ -61,6 +62,7 @@ from keras_nalu.snapping import snap_weights  # noqa: E402
 __version__ = "0.2.0"
 
 __all__ = [
+    "ArithmeticUnit",
     "ConfiguredNALU",
     "ConstrainedDense",
     "INALU",

@@ -5,7 +5,9 @@ outputs as expressions of its inputs, for example `y0 = x3*x17 - x42`. The
 expressions are SymPy's (`expressions` returns them as SymPy objects, to
 simplify, compare or print as LaTeX).
 
-What each layer contributes, with `W` its effective weights:
+Each arithmetic unit writes its own outputs (its `expression`, the interface
+of `keras_nalu.ArithmeticUnit`, so a unit of your own is read too). What each
+layer contributes, with `W` its effective weights:
 
 - `NAC`, `NAU`: `sum_i W_ij h_i`.
 - `NMU`: `prod_i (W_ij h_i + 1 - W_ij)`: `h_i` where `W_ij = 1`, nothing
@@ -43,11 +45,10 @@ import keras
 import numpy as np
 
 from keras_nalu import _validation
-from keras_nalu import ops as nalu_ops
 from keras_nalu._types import ArrayLike
-from keras_nalu.layers import INALU, NAC, NALU, NAU, NMRU, NMU, RealNPU
+from keras_nalu.layers.arithmetic_unit import ArithmeticUnit
 
-LAYERS = (NAC, NAU, NMU, RealNPU, keras.layers.Dense)  # NALU, INALU, NMRU: subclasses
+LAYERS = (ArithmeticUnit, keras.layers.Dense)
 MERGES = (
     keras.layers.Concatenate,
     keras.layers.Add,
@@ -55,8 +56,9 @@ MERGES = (
     keras.layers.Multiply,
 )
 SUPPORTED = (
-    "NAC, NALU, INALU, NAU, NMU, NMRU, RealNPU and keras.layers.Dense, joined by "
-    "Concatenate (last axis), Add, Subtract or Multiply"
+    "the arithmetic units (keras_nalu.ArithmeticUnit: NAC, NALU, INALU, NAU, NMU, "
+    "NMRU, RealNPU, NPU, yours) and keras.layers.Dense, joined by Concatenate "
+    "(last axis), Add, Subtract or Multiply"
 )
 
 
@@ -117,8 +119,7 @@ def expressions(
             )
     assumptions = {"positive": True} if positive else {"real": True}
     h = [sympy.Symbol(name, **assumptions) for name in names]
-    reader = _Reader(sympy, atol, digits)
-    return reader.model(model, _Value(h, x)).h
+    return Writer(sympy, atol, digits).model(model, _Value(h, x)).h
 
 
 def formulas(
@@ -172,10 +173,19 @@ class _Value:
         self.h, self.x = h, x
 
 
-class _Reader:
-    """Writes one layer's outputs as expressions of its inputs `h`."""
+class Writer:
+    """Writes a model's outputs as expressions, layer by layer.
 
-    def model(self, model, value):
+    A unit's `expression(h, writer, x)` (`keras_nalu.ArithmeticUnit`)
+    receives one: `writer.sympy` is the SymPy module, `number(v)` writes a
+    weight (an integer within `atol`, else `digits` significant digits),
+    `matrix(w)` a kernel `(in, units)` as rows of numbers per unit,
+    `sums(rows, h)` and `products(rows, h)` the units `sum_i w_i h_i` and
+    `prod_i (w_i h_i + 1 - w_i)`, and `gate(values, symbolic)` a gate
+    decided on data.
+    """
+
+    def model(self, model: keras.Model, value: Any) -> Any:
         """`model` applied to `value`, layer by layer along its graph."""
         if isinstance(model, keras.Sequential):
             for layer in model.layers:
@@ -187,7 +197,7 @@ class _Reader:
             [value], operation_fn=lambda op: functools.partial(self.operation, op)
         )
 
-    def operation(self, op, *args, **kwargs):
+    def operation(self, op: Any, *args: Any, **kwargs: Any) -> Any:
         """One operation of a model applied to its arguments: a `_Value`, or
         a list of them for a merge layer."""
         if len(args) != 1 or not isinstance(op, (keras.Model, *MERGES, *LAYERS)):
@@ -201,7 +211,7 @@ class _Reader:
         h = self.layer(op, value.h, x)
         return _Value(h, None if x is None else keras.ops.convert_to_numpy(op(x)))
 
-    def merge(self, layer, values):
+    def merge(self, layer: keras.layers.Layer, values: list[Any]) -> Any:
         if isinstance(layer, keras.layers.Concatenate):
             if layer.axis not in (-1, len(layer.input[0].shape) - 1):
                 raise ValueError(
@@ -224,90 +234,32 @@ class _Reader:
         )
         return _Value(h, x)
 
-    def __init__(self, sympy, atol, digits):
+    def __init__(self, sympy: Any, atol: float, digits: int) -> None:
         self.sympy, self.atol, self.digits = sympy, atol, digits
 
-    def number(self, value):
+    def number(self, value: float) -> Any:
         nearest = round(float(value))
         if abs(value - nearest) <= self.atol:
             return self.sympy.Integer(nearest)
         return self.sympy.Float(float(value), self.digits)
 
-    def matrix(self, weight):
+    def matrix(self, weight: ArrayLike) -> list[list[Any]]:
         w = keras.ops.convert_to_numpy(weight).astype(np.float64)
         return [[self.number(v) for v in row] for row in w.T]  # (units, inputs)
 
-    def sums(self, w, h):
+    def sums(self, w: list[list[Any]], h: list[Any]) -> list[Any]:
         return [
             self.sympy.Add(*(wi * hi for wi, hi in zip(row, h, strict=True)))
             for row in w
         ]
 
-    def products(self, w, h):
+    def products(self, w: list[list[Any]], h: list[Any]) -> list[Any]:
         return [
             self.sympy.Mul(*(wi * hi + 1 - wi for wi, hi in zip(row, h, strict=True)))
             for row in w
         ]
 
-    def retrieved_signs(self, w, z):
-        """The sign-retrieving NMRU: `prod (w |z| + 1 - w)` times
-        `cos(pi * sum w [z < 0])`, `[z < 0]` written `Heaviside(-z)`."""
-        sympy = self.sympy
-        out = []
-        for row in w:
-            pairs = list(zip(row, z, strict=True))
-            magnitude = sympy.Mul(*(wi * sympy.Abs(zi) + 1 - wi for wi, zi in pairs))
-            negatives = sympy.Add(*(wi * sympy.Heaviside(-zi) for wi, zi in pairs))
-            out.append(magnitude * sympy.cos(sympy.pi * negatives))
-        return out
-
-    def powers(self, w, h, signed):
-        """`prod |h_i|^w_i`, with iNALU's sign (`signed`) as `h_i^w_i` at
-        `|w_i| = 1` and the factor `|w_i| sign(h_i) + 1 - |w_i|` elsewhere."""
-        sympy = self.sympy
-        out = []
-        for row in w:
-            factors = []
-            for wi, hi in zip(row, h, strict=True):
-                if signed and abs(wi) == 1:
-                    factors.append(hi**wi)
-                elif signed:
-                    size = abs(wi)
-                    sign = size * sympy.sign(hi) + 1 - size
-                    factors.append(sympy.Abs(hi) ** wi * sign)
-                else:
-                    factors.append(sympy.Abs(hi) ** wi)
-            out.append(sympy.Mul(*factors))
-        return out
-
-    def real_powers(self, w, h, g):
-        """The real NPU over `h` with exponents `w` and gates `g`: exact
-        powers `h_i^(w_i g_i)` once `w` and `g` are integers, else
-        `prod r_i^w_i * cos(pi * sum w_i k_i)`, `[h_i < 0]` written
-        `Heaviside(-h_i)`."""
-        sympy = self.sympy
-        exact = all(v.is_Integer for v in g) and all(
-            v.is_Integer for row in w for v in row
-        )
-        out = []
-        for row in w:
-            if exact:
-                out.append(
-                    sympy.Mul(
-                        *(hi ** (wi * gi) for wi, hi, gi in zip(row, h, g, strict=True))
-                    )
-                )
-                continue
-            magnitude, negatives = [], []
-            for wi, hi, gi in zip(row, h, g, strict=True):
-                magnitude.append((gi * sympy.Abs(hi) + 1 - gi) ** wi)
-                negatives.append(wi * gi * sympy.Heaviside(-hi))
-            out.append(
-                sympy.Mul(*magnitude) * sympy.cos(sympy.pi * sympy.Add(*negatives))
-            )
-        return out
-
-    def gate(self, values, symbolic):
+    def gate(self, values: Any, symbolic: Any) -> Any:
         """1 or 0 when every gate value is within `atol` of it, else `symbolic`."""
         if values is not None and values.size:
             if np.all(values >= 1 - self.atol):
@@ -316,50 +268,10 @@ class _Reader:
                 return self.sympy.Integer(0)
         return symbolic
 
-    def layer(self, layer, h, x):
+    def layer(self, layer: keras.layers.Layer, h: list[Any], x: Any) -> list[Any]:
         sympy = self.sympy
-        if isinstance(layer, INALU):
-            a = self.sums(self.matrix(layer.effective_kernel), h)
-            m = self.powers(self.matrix(layer.effective_mul_kernel), h, signed=True)
-            g = keras.ops.convert_to_numpy(keras.ops.sigmoid(layer.gate))
-            gates = [self.gate(np.array([v]), self.number(v)) for v in g]
-            return [
-                gj * aj + (1 - gj) * mj for gj, aj, mj in zip(gates, a, m, strict=True)
-            ]
-        if isinstance(layer, NALU):
-            a = self.sums(self.matrix(layer.effective_kernel), h)
-            m = self.powers(self.matrix(layer.effective_mul_kernel), h, signed=False)
-            logits = self.sums(self.matrix(layer.gate_kernel), h)
-            values = None
-            if x is not None:
-                z = nalu_ops.matmul(x, layer.gate_kernel)
-                values = keras.ops.convert_to_numpy(keras.ops.sigmoid(z))
-            gates = [
-                self.gate(None if values is None else values[:, j],
-                          sympy.Function("sigmoid")(logit))
-                for j, logit in enumerate(logits)
-            ]  # fmt: skip
-            return [
-                gj * aj + (1 - gj) * mj for gj, aj, mj in zip(gates, a, m, strict=True)
-            ]
-        if isinstance(layer, NMRU):
-            w = self.matrix(layer.effective_kernel)
-            z = [*h, *(1 / hi for hi in h)]
-            exact = all(v.is_Integer for row in w for v in row)
-            if layer.sign_retrieval and not exact:
-                return self.retrieved_signs(w, z)
-            return self.products(w, z)  # the same function at weights 0 and 1
-        if isinstance(layer, NMU):
-            return self.products(self.matrix(layer.effective_kernel), h)
-        if isinstance(layer, RealNPU):
-            gate = layer.effective_gate
-            if gate is None:
-                g = [sympy.Integer(1)] * len(h)
-            else:
-                g = [self.number(v) for v in keras.ops.convert_to_numpy(gate)]
-            return self.real_powers(self.matrix(layer.effective_kernel), h, g)
-        if isinstance(layer, (NAU, NAC)):
-            return self.sums(self.matrix(layer.effective_kernel), h)
+        if isinstance(layer, ArithmeticUnit):
+            return layer.expression(h, self, x)
         if isinstance(layer, keras.layers.Dense):
             z = self.sums(self.matrix(layer.kernel), h)
             if layer.use_bias:

@@ -8,7 +8,8 @@ unit's effective weights to the exact values they approach and keeps the
 result only if it still fits data the caller gives, typically held-out data
 of the training range and a sample of the range to extrapolate to.
 
-What each unit snaps to:
+What each unit snaps to is its own `exact_values` (the interface of
+`keras_nalu.ArithmeticUnit`, so a unit of your own snaps too); the package's:
 
 - `NAC`, `NACCell` and the paths of `NALU`, `NALUCell` and `INALU`:
   `W = tanh(w_hat) * sigmoid(m_hat)` to -1, 0 or 1 (`w_hat = +-SATURATION`,
@@ -18,7 +19,8 @@ What each unit snaps to:
   that was decided on an input (`|x @ G| > SATURATION / GATE_SCALE`) is
   exactly open or closed; the iNALU's gate `sigmoid(g)` to 0 or 1.
 - `NAU` and `RealNPU` (its exponents) to -1, 0 or 1; `NMU`, `NMRU` and the
-  `RealNPU`'s gate to 0 or 1.
+  `RealNPU`'s gate to 0 or 1; the `NPU`'s real exponents to -1, 0 or 1, its
+  imaginary ones to 0 and its gate to 0 or 1.
 
 Other layers (`Dense`, ...) are kept as they are; a `ConfiguredNALU`, whose
 weights a controller sets per example, cannot be snapped (a clear error).
@@ -27,11 +29,12 @@ weights a controller sets per example, cannot be snapped (a clear error).
 several units computing the same sum or product (after those are snapped)
 often splits its weight among them: 0.5 and 0.5 on two copies of `x1*x2`,
 which rounding would turn into `2*x1*x2`. The layers are snapped in the
-order of the model's graph, and a `NAU` or `NAC` (not a cell) adds up its
-weights on identical inputs before its own are rounded (the sum on one,
-0 on the others), which leaves its output unchanged. Identical means the
-same sum or product of the same inputs, across branches too (a product of
-one factor is that factor).
+order of the model's graph, and a linear unit (`NAU`, `NAC`: `linear` is
+True) adds up its weights on identical inputs before its own are rounded
+(the sum on one, 0 on the others), which leaves its output unchanged.
+Identical means the same expression of the same inputs (each unit's
+`expression` of its snapped weights, as SymPy writes it), across branches
+too (a product of one factor is that factor).
 
 **With `search=True`, the data decide where rounding is a guess.** A weight
 of 0.6 may stand for 1, or for 0 with the rest of the model making up the
@@ -56,20 +59,13 @@ import keras
 import numpy as np
 
 from keras_nalu import _validation
-from keras_nalu.layers import (
-    INALU,
-    NAC,
-    NALU,
-    NAU,
-    NMRU,
-    NMU,
-    ConfiguredNALU,
-    RealNPU,
+from keras_nalu.formulas import Writer
+from keras_nalu.layers.arithmetic_unit import (  # noqa: F401 (documented here)
+    GATE_SCALE,
+    SATURATION,
+    ArithmeticUnit,
 )
 
-# tanh(40) and sigmoid(40) round to exactly 1 in float32 and in float64.
-SATURATION = 40.0
-GATE_SCALE = 1e4
 # A snapped model may be worse than the original by float32 rounding only.
 NOISE = 1e-6
 # With `search=True`, weights rounded to 0 from this far or farther are
@@ -157,13 +153,19 @@ def snap_weights(
     )
     snapped.set_weights(model.get_weights())
     choices: list[Any] = []
+    import sympy  # on use, as in `keras_nalu.formulas`
+
+    # Exact weights are integers; any other number is written in full, so two
+    # features are the same only if they compute the same function.
+    writer = Writer(sympy, atol=0.0, digits=17)
     _walk(
         snapped,
         [
-            _Keys([("x", i, j) for j in range(tensor.shape[-1])])
+            _Keys([sympy.Symbol(f"x{i}[{j}]") for j in range(tensor.shape[-1])])
             for i, tensor in enumerate(snapped.inputs)
         ],
         choices,
+        writer,
     )
     if search:
         _decide(snapped, choices, checked)
@@ -278,95 +280,66 @@ def _described(value):
 
 
 class _Keys:
-    """What each feature flowing through the model computes, as a hashable
-    key: `("x", j)` for input j, a sum or product of keys, or a key of its
-    own for a feature of a layer that is not read (`Dense`, a NALU, ...)."""
+    """What each feature flowing through the model computes, as a SymPy
+    expression: a symbol per input feature, a unit's expression of its
+    inputs' (a sum, a product, ...), or a symbol of its own for a feature of
+    a layer that is not a unit (`Dense`, an RNN, ...)."""
 
     def __init__(self, keys):
         self.keys = keys
 
 
-def _walk(model, values, choices):
+def _walk(model, values, choices, writer):
     """Snaps the layers of `model` in the order of its graph, from the keys
     of its inputs' features (one `_Keys` per input), adding the weights a
     search may retry to `choices`; returns the keys of its output features."""
     if isinstance(model, keras.Sequential):
         (value,) = values
         for layer in model.layers:
-            value = _visit(choices, layer, value)
+            value = _visit(choices, writer, layer, value)
         return value
     # Keras's own walk through a functional graph (as `Functional.call` does),
     # as `keras_nalu.formulas` reads one.
     return model._run_through_graph(
-        values, operation_fn=lambda op: functools.partial(_visit, choices, op)
+        values,
+        operation_fn=lambda op: functools.partial(_visit, choices, writer, op),
     )
 
 
-def _visit(choices, op, value, *args, **kwargs):
+def _visit(choices, writer, op, value, *args, **kwargs):
+    reason = getattr(op, "cannot_snap", None)
+    if reason:
+        raise ValueError(
+            f"Cannot snap the weights of {op.name!r}, a {type(op).__name__}: {reason}."
+        )
     if isinstance(op, keras.Model):
-        return _walk(op, value if isinstance(value, list) else [value], choices)
+        return _walk(op, value if isinstance(value, list) else [value], choices, writer)
     if isinstance(op, keras.layers.Concatenate) and op.axis in (
         -1,
         len(op.output.shape) - 1,
     ):
         return _Keys([key for v in value for key in v.keys])
-    if isinstance(value, list):  # Add, Multiply, a ConfiguredNALU, ...
-        _snap(op, choices)
-        return _opaque(op)
-    if isinstance(op, keras.layers.RNN):
+    if isinstance(op, keras.layers.RNN) and isinstance(op.cell, ArithmeticUnit):
         _snap(op.cell, choices)
-        return _opaque(op)
-    if _reads_sums(op):
+        return _opaque(op, writer)
+    if isinstance(value, list) or not isinstance(op, ArithmeticUnit):
+        return _opaque(op, writer)  # Add, Multiply, Dense, ...
+    if op.linear:
         _merge_rows(op, value.keys)
     _snap(op, choices)
-    ones = [(key, 1) for key in value.keys]
-    if isinstance(op, NMRU):
-        inverses = [(key, -1) for key in value.keys]
-        return _Keys(_combinations("product", _effective(op), ones + inverses))
-    if isinstance(op, NMU):
-        return _Keys(_combinations("product", _effective(op), ones))
-    if isinstance(op, RealNPU):  # powers: the exponents of the open inputs
-        powers = _effective(op)
-        if op.gated:
-            powers = powers * np.round(np.clip(_numpy(op.gate), 0.0, 1.0))[:, None]
-        return _Keys(_combinations("product", powers, ones))
-    if _reads_sums(op):
-        return _Keys(_combinations("sum", _effective(op), ones))
-    return _opaque(op)
+    return _Keys(op.expression(value.keys, writer))
 
 
-def _opaque(op):
-    return _Keys([(op.name, j) for j in range(op.output.shape[-1])])
-
-
-def _combinations(kind, w, inputs):
-    """The key of each unit of a snapped kernel `w` over `inputs`, pairs
-    `(key, factor)`: its weights (sums) or powers (products), `weight *
-    factor`, added up per input key; one input of weight 1 is that input."""
-    keys = []
-    for column in w.T:
-        totals = {}
-        for (key, factor), wi in zip(inputs, column, strict=True):
-            if wi != 0:
-                totals[key] = totals.get(key, 0) + int(wi) * factor
-        terms = frozenset((key, t) for key, t in totals.items() if t != 0)
-        if len(terms) == 1 and next(iter(terms))[1] == 1:
-            keys.append(next(iter(terms))[0])
-        else:
-            keys.append((kind, terms))
-    return keys
-
-
-def _reads_sums(op):
-    return isinstance(op, NAU) or (
-        isinstance(op, NAC) and not isinstance(op, (NALU, INALU))
+def _opaque(op, writer):
+    return _Keys(
+        [writer.sympy.Symbol(f"{op.name}[{j}]") for j in range(op.output.shape[-1])]
     )
 
 
-def _merge_rows(layer, keys):
-    """Adds up `layer`'s effective weights on identical input features onto
-    the first of them (0 on the others), before they are rounded."""
-    w = _effective(layer, rounded=False)
+def _merge_rows(unit, keys):
+    """Adds up a linear unit's effective kernel on identical input features
+    onto the first of them (0 on the others), before it is rounded."""
+    w = _numpy(unit.effective_weights()["kernel"])
     rows = {}
     for i, key in enumerate(keys):
         rows.setdefault(key, []).append(i)
@@ -376,79 +349,42 @@ def _merge_rows(layer, keys):
     for first, *others in groups:
         w[first] = w[[first, *others]].sum(axis=0)
         w[others] = 0.0
-    w = np.clip(w, -1.0, 1.0)
-    if isinstance(layer, NAU):
-        _assign(layer.kernel, w)
-    else:  # a NAC: the nearest weights it can hold, rounded after
-        _set_nac(layer.w_hat, layer.m_hat, w)
+    values = unit.exact_values["kernel"]
+    unit.set_effective_weights({"kernel": np.clip(w, min(values), max(values))})
 
 
-def _effective(layer, rounded=True):
-    if isinstance(layer, NAC):
-        w = _nac_weight(layer.w_hat, layer.m_hat)
-    else:
-        w = np.clip(_numpy(layer.kernel), layer.low, layer.high)
-    return np.round(w) if rounded else w
-
-
-def _snap(layer, choices):
-    if isinstance(layer, ConfiguredNALU):
-        raise ValueError(
-            f"Cannot snap the weights of {layer.name!r}, a ConfiguredNALU: its "
-            "controller sets its arithmetic weights per example."
-        )
-    if isinstance(layer, NAC):  # NACCell, NALU, NALUCell, INALU
-        _snap_nac(layer.w_hat, layer.m_hat, choices)
-        if isinstance(layer, INALU):
-            _snap_nac(layer.mul_w_hat, layer.mul_m_hat, choices)
-            _assign(layer.gate, SATURATION * np.sign(_numpy(layer.gate)))
-        elif isinstance(layer, NALU):
-            if not layer.tied_weights:
-                _snap_nac(layer.mul_w_hat, layer.mul_m_hat, choices)
-            _assign(layer.gate_kernel, GATE_SCALE * _numpy(layer.gate_kernel))
-    elif isinstance(layer, (NAU, NMU, RealNPU)):  # NMRU is an NMU
-        w = _effective(layer, rounded=False)
-        _assign(layer.kernel, np.round(w))
-        _add_choices(choices, w, layer.low, layer.high, _Entry(layer.kernel))
-        if isinstance(layer, RealNPU) and layer.gated:
-            g = np.clip(_numpy(layer.gate), 0.0, 1.0)
-            _assign(layer.gate, np.round(g))
-            _add_choices(choices, g, 0.0, 1.0, _Entry(layer.gate))
-
-
-def _snap_nac(w_hat, m_hat, choices):
-    """Sets `tanh(w_hat) * sigmoid(m_hat)` to the nearest of -1, 0 and 1."""
-    w = _nac_weight(w_hat, m_hat)
-    _set_nac(w_hat, m_hat, w)
-    _add_choices(choices, w, -1.0, 1.0, _Entry(w_hat, m_hat))
+def _snap(unit, choices):
+    """Snaps `unit` (its `snap`), adding the weights a search may retry."""
+    before = {name: _numpy(w) for name, w in unit.effective_weights().items()}
+    unit.snap()
+    for name, values in unit.exact_values.items():
+        if name in before:
+            _add_choices(choices, before[name], values, _Entry(unit, name))
 
 
 class _Entry:
-    """Sets one element of a kernel (or of a NAC's `(w_hat, m_hat)`) to an
-    exact value."""
+    """Sets one element of a unit's effective weight to an exact value."""
 
-    def __init__(self, variable, m_hat=None):
-        self.variable, self.m_hat = variable, m_hat
+    def __init__(self, unit, name):
+        self.unit, self.name = unit, name
 
     def set(self, index, value):
-        w = _numpy(self.variable)
-        if self.m_hat is None:
-            w[index] = value
-            _assign(self.variable, w)
-        else:
-            m = _numpy(self.m_hat)
-            w[index], m[index] = SATURATION * value, SATURATION
-            _assign(self.variable, w)
-            _assign(self.m_hat, m)
+        w = _numpy(self.unit.effective_weights()[self.name])
+        w[index] = value
+        self.unit.set_effective_weights({self.name: w})
 
 
-def _add_choices(choices, w, low, high, entry):
+def _add_choices(choices, w, values, entry):
     """Adds `(distance, entry, index, rounded, other)` for each weight of `w`
-    (in `[low, high]`) to retry: at 0 if rounded to a nonzero value, at the
-    value on its side if rounded to 0 from `AMBIGUOUS` or farther."""
-    rounded = np.round(w)
-    other = np.where(rounded != 0, 0.0, np.clip(np.sign(w), low, high))
-    retry = (rounded != 0) | ((np.abs(w) >= AMBIGUOUS) & (other != 0))
+    to retry at `other`, the second nearest of its exact `values`: each
+    rounded to a nonzero value, and each rounded to 0 from `AMBIGUOUS` or
+    farther."""
+    if len(values) < 2:
+        return
+    values = np.asarray(values, dtype=np.float64)
+    order = np.argsort(np.abs(w[..., None] - values), axis=-1, kind="stable")
+    rounded, other = values[order[..., 0]], values[order[..., 1]]
+    retry = (rounded != 0) | (np.abs(w - rounded) >= AMBIGUOUS)
     for index in zip(*np.nonzero(retry), strict=True):
         distance = float(abs(w[index] - rounded[index]))
         choices.append((distance, entry, index, rounded[index], other[index]))
@@ -494,21 +430,6 @@ def _decide(model, choices, data):
                 entry.set(index, current)
         if not changed:
             return
-
-
-def _nac_weight(w_hat, m_hat):
-    return np.tanh(_numpy(w_hat)) / (1.0 + np.exp(-_numpy(m_hat)))
-
-
-def _set_nac(w_hat, m_hat, w):
-    """Sets `tanh(w_hat) * sigmoid(m_hat)` to `round(w)`, exactly."""
-    target = np.round(w)
-    _assign(w_hat, SATURATION * target)
-    _assign(m_hat, np.full_like(target, SATURATION))
-
-
-def _assign(variable, value):
-    variable.assign(np.asarray(value).astype(variable.dtype))
 
 
 def _numpy(variable):

@@ -27,6 +27,7 @@ draws the same batches. `StaticBenchmark.run` checkpoints through
 uses; on jax and torch nothing here imports TensorFlow.
 """
 
+import argparse
 import functools
 import json
 import logging
@@ -36,18 +37,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_nalu import (
-    INALU,
-    NAC,
-    NALU,
-    NAU,
-    NMRU,
-    NMU,
-    RealNPU,
-    formulas,
-    snap_weights,
-)
+from keras_nalu import ArithmeticUnit, formulas, snap_weights
 from keras_nalu import ops as nalu_ops
+from keras_nalu._gradients import compiled, value_and_grad
 from keras_nalu.checkpoints import Checkpoint
 from keras_nalu.initializers import NMUUniform
 from nalu_research import _checks
@@ -70,11 +62,34 @@ MLP_ACTIVATIONS = (
     "crelu",
     "linear",
 )
-# The unit layers, by the names the unit models use.
-LAYERS = {"nac": NAC, "nalu": NALU, "nau": NAU, "nmu": NMU, "nmru": NMRU,
-          "inalu": INALU, "realnpu": RealNPU}  # fmt: skip
+
+
+def _package_units():
+    """`{name: class}` of the package's arithmetic units (not the cells), by
+    their class names in lower case: every `keras_nalu.ArithmeticUnit`
+    registered under the package name, so a unit added to the package
+    appears here with no change to this module."""
+    found = {}
+    for registered, cls in keras.saving.get_custom_objects().items():
+        package, _, name = registered.partition(">")
+        if (
+            package == "keras_nalu"
+            and isinstance(cls, type)
+            and issubclass(cls, ArithmeticUnit)
+            and cls is not ArithmeticUnit
+            and not hasattr(cls, "state_size")  # a recurrent cell
+        ):
+            found[name.lower()] = cls
+    return found
+
+
+# The unit layers, by the names the unit models use ("nau", "nmu", "npu", ...);
+# a unit of a user's own is named by its registered name ("package>Name").
+LAYERS = _package_units()
 # Each unit model is two layers, input -> HIDDEN -> 1, of these kinds, or one
-# layer, input -> 1 (the single-unit tasks of Mistry et al.).
+# layer, input -> 1 (the single-unit tasks of Mistry et al.). Any other pair
+# of units is the model "first-second" (e.g. "nau-npu", "nau-my_units>Cube"),
+# any one unit "single-name".
 UNIT_MODELS = {
     "nac": ("nac", "nac"),
     "nalu": ("nalu", "nalu"),
@@ -90,36 +105,76 @@ UNIT_MODELS = {
 MODELS = tuple(UNIT_MODELS) + MLP_ACTIVATIONS
 
 
+def unit_class(kind):
+    """The unit class of the name `kind`: one of `LAYERS`, or a unit
+    registered with Keras as `"package>Name"`; None if there is none."""
+    if kind in LAYERS:
+        return LAYERS[kind]
+    cls = keras.saving.get_registered_object(kind)
+    if isinstance(cls, type) and issubclass(cls, ArithmeticUnit):
+        return cls
+    return None
+
+
+def unit_kinds(model):
+    """The unit names of `model`'s layers, input to output, or None for an
+    MLP; raises a `ValueError` for a name that is neither."""
+    if model in UNIT_MODELS:
+        return UNIT_MODELS[model]
+    if isinstance(model, str) and model not in MLP_ACTIVATIONS:
+        kinds = (
+            (model.removeprefix("single-"),)
+            if model.startswith("single-")
+            else tuple(model.split("-"))
+        )
+        if len(kinds) <= 2 and all(unit_class(kind) for kind in kinds):
+            return kinds
+    if model in MLP_ACTIVATIONS:
+        return None
+    raise _invalid_model(model)
+
+
+def model_name(text):
+    """`text` if it names a model of the engine (an argparse type)."""
+    try:
+        unit_kinds(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def _invalid_model(model):
     return ValueError(
-        f"Received an invalid value for `model`, expected one of {MODELS}. "
+        f"Received an invalid value for `model`, expected one of {MODELS}, "
+        "'first-second' of two unit names or 'single-name' of one (units: "
+        f"{', '.join(LAYERS)}, or a registered 'package>Name'). "
         f"Received: model={model!r}"
     )
 
 
 @functools.cache
 def layer_defaults(kind):
-    """An unbuilt `LAYERS[kind]` with every argument at its default.
+    """An unbuilt unit of the name `kind` with every argument at its default.
 
-    The engine reads the layers' settings from it (`epsilon`, `max_exponent`,
-    the penalty schedule, iNALU's `regularization_threshold`), so a change of
-    a layer's default changes the engine too.
+    The engine applies its math (`forward`, `penalty`, its schedule) to the
+    stacked weights, so a change of a layer's default changes the engine
+    too.
     """
-    return LAYERS[kind](1)
+    return unit_class(kind)(1)
 
 
 def layer_settings(kind, options=None):
-    """The unbuilt `LAYERS[kind]` the engine reads its settings from: the
+    """The unbuilt unit of the name `kind` whose math the engine applies: the
     layer's defaults (`layer_defaults`), changed by `options[kind]`, a dict of
     constructor arguments (e.g. `{"nmru": {"sign_retrieval": True}}`)."""
     changes = (options or {}).get(kind)
-    return LAYERS[kind](1, **changes) if changes else layer_defaults(kind)
+    return unit_class(kind)(1, **changes) if changes else layer_defaults(kind)
 
 
 def _check_options(options):
     ok = options is None or (
         isinstance(options, dict)
-        and all(kind in LAYERS and isinstance(v, dict) for kind, v in options.items())
+        and all(unit_class(kind) and isinstance(v, dict) for kind, v in options.items())
     )
     if not ok:
         raise ValueError(
@@ -128,7 +183,7 @@ def _check_options(options):
             f"Received: layer_options={options!r}"
         )
     for kind, changes in (options or {}).items():
-        LAYERS[kind](1, **changes)  # the layer validates its arguments
+        unit_class(kind)(1, **changes)  # the layer validates its arguments
     return options
 
 
@@ -153,31 +208,31 @@ def _seeded(layer, generator):
 def keras_layers(model, input_size, seed=None, nmu_center=None, options=None):
     """The Keras layers of `model`, built for `input_size` input features.
 
-    A unit model's layers are `LAYERS[kind]` with their defaults changed by
-    `options[kind]` (constructor arguments, see `layer_settings`), an MLP's two
-    `keras.layers.Dense` with theirs (`forward` applies the activation between
-    them). With `nmu_center`, NMU and NMRU kernels are drawn by
-    `keras_nalu.initializers.NMUUniform(center=nmu_center)`. With `seed`, the
+    A unit model's layers are its units (`unit_kinds`) with their defaults
+    changed by `options[kind]` (constructor arguments, see `layer_settings`),
+    an MLP's two `keras.layers.Dense` with theirs (`forward` applies the
+    activation between them). With `nmu_center`, kernels drawn by
+    `keras_nalu.initializers.NMUUniform` (the NMU's and NMRU's) are drawn
+    by `NMUUniform(center=nmu_center)`. With `seed`, the
     layers' initializers all draw from one `keras.random.SeedGenerator(seed)`,
     weight after weight in the order the layers create them, so the weights
     depend on the seed alone.
 
     Returns the list of built layers, input to output.
     """
-    if model in UNIT_MODELS:
+    kinds = unit_kinds(model)
+    if kinds is not None:
         layers = []
-        kinds = UNIT_MODELS[model]
         sizes = (HIDDEN,) * (len(kinds) - 1) + (1,)
         for kind, units in zip(kinds, sizes, strict=True):
-            layer = LAYERS[kind](units, **(options or {}).get(kind, {}))
-            if nmu_center is not None and kind in ("nmu", "nmru"):
+            layer = unit_class(kind)(units, **(options or {}).get(kind, {}))
+            initializer = getattr(layer, "kernel_initializer", None)
+            if nmu_center is not None and isinstance(initializer, NMUUniform):
                 center = NMUUniform(center=nmu_center)
                 layer = _reconfigured(layer, kernel_initializer=center)
             layers.append(layer)
-    elif model in MLP_ACTIVATIONS:
-        layers = [keras.layers.Dense(HIDDEN), keras.layers.Dense(1)]
     else:
-        raise _invalid_model(model)
+        layers = [keras.layers.Dense(HIDDEN), keras.layers.Dense(1)]
     if seed is not None:
         generator = keras.random.SeedGenerator(seed)
         layers = [_seeded(layer, generator) for layer in layers]
@@ -191,9 +246,9 @@ def keras_layers(model, input_size, seed=None, nmu_center=None, options=None):
 def keras_model(model, params, index, input_size, options=None):
     """Run `index` of the stacked weights `params` of the unit model `model`,
     as a `keras.Sequential` of the package's layers (`keras_layers`)."""
-    if model not in UNIT_MODELS:
+    if unit_kinds(model) is None:
         raise ValueError(
-            f"keras_model builds the unit models {tuple(UNIT_MODELS)}, not "
+            "keras_model builds the unit models, not "
             f"the MLP {model!r} (its activation sits between its layers)."
         )
     layers = keras_layers(model, input_size, options=options)
@@ -236,61 +291,28 @@ def init_params(model, seeds, input_size, nmu_center=None):
     }
 
 
-def _nac_weights(params, layer, prefix=""):
-    return nalu_ops.nac_weight(
-        params[f"{prefix}w_hat_{layer}"], params[f"{prefix}m_hat_{layer}"]
-    )
-
-
-def _apply_layer(kind, params, layer, h, options=None, training=False):
-    defaults = layer_settings(kind, options)
-    if kind == "nac":
-        return nalu_ops.nac(h, _nac_weights(params, layer))
-    if kind == "nalu":
-        mul_w = None if defaults.tied_weights else _nac_weights(params, layer, "mul_")
-        return nalu_ops.nalu(
-            h,
-            _nac_weights(params, layer),
-            params[f"gate_kernel_{layer}"],
-            mul_w=mul_w,
-            epsilon=defaults.epsilon,
-        )
-    if kind == "inalu":
-        return nalu_ops.inalu(
-            h,
-            _nac_weights(params, layer),
-            _nac_weights(params, layer, "mul_"),
-            params[f"gate_{layer}"][:, None, :],
-            epsilon=defaults.epsilon,
-            max_exponent=defaults.max_exponent,
-        )
-    # The stored kernels stay in the layer's bounds (its constraint clips them
-    # after every update), so clipping them here would change nothing.
-    kernel = params[f"kernel_{layer}"]
-    if kind == "nmru":
-        return nalu_ops.nmru(h, kernel, defaults.epsilon, defaults.sign_retrieval)
-    if kind == "realnpu":
-        gate = params.get(f"gate_{layer}")  # (seeds, in), if gated
-        return nalu_ops.real_npu(
-            h, kernel, gate, defaults.epsilon, defaults.max_exponent
-        )
-    if kind == "nau":
-        # As the layer: in training, the gradient of the batch-centered inputs.
-        center = None
-        if training and defaults.centered_gradient:
-            center = ops.mean(h, axis=-2, keepdims=True)  # each run's batch
-        return nalu_ops.nau(h, kernel, center=center)
-    return nalu_ops.nmu(h, kernel)
+def _layer_params(params, layer):
+    """`{name: weight}` of layer `layer`, from the stacked `{f"{name}_{layer}":
+    weight}` of `params`."""
+    suffix = f"_{layer}"
+    return {
+        name.removesuffix(suffix): value
+        for name, value in params.items()
+        if name.endswith(suffix) and name.rsplit("_", 1)[1] == str(layer)
+    }
 
 
 def forward(model, params, x, options=None, training=False):
     """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`,
     its layers changed by `options` (see `layer_settings`), in training mode
-    or not (as the layers' `training` argument)."""
-    if model in UNIT_MODELS:
+    or not (as the layers' `training` argument): each unit's own `forward`
+    (`keras_nalu.ArithmeticUnit`) on its stacked weights."""
+    kinds = unit_kinds(model)
+    if kinds is not None:
         h = x
-        for layer, kind in enumerate(UNIT_MODELS[model]):
-            h = _apply_layer(kind, params, layer, h, options, training)
+        for layer, kind in enumerate(kinds):
+            unit = layer_settings(kind, options)
+            h = unit.forward(h, _layer_params(params, layer), training)
         return h
     h = ops.add(nalu_ops.matmul(x, params["kernel_0"]), params["bias_0"][:, None, :])
     if model == "crelu":
@@ -301,33 +323,20 @@ def forward(model, params, x, options=None, training=False):
 
 
 def layer_penalty(model, params, layer, options=None):
-    """Layer `layer`'s penalty per seed, `(seeds,)`, as the layer computes it.
-
-    The sparsity penalty of a NAU, NMU or NMRU kernel clipped to the layer's
-    `[low, high]` (a RealNPU's with its gate's), iNALU's penalty of its four
-    latent weights (their mean); None for layers without a penalty.
-    """
-    kind = UNIT_MODELS[model][layer] if model in UNIT_MODELS else None
-    if kind in ("nau", "nmu", "nmru", "realnpu"):
-        unit = LAYERS[kind]
-        kernel = nalu_ops.clip_weight(params[f"kernel_{layer}"], unit.low, unit.high)
-        if kind == "realnpu":
-            return nalu_ops.real_npu_penalty(kernel, params.get(f"gate_{layer}"))
-        return nalu_ops.sparsity_penalty(kernel)
-    if kind == "inalu":
-        threshold = layer_settings(kind, options).regularization_threshold
-        names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")
-        return sum(
-            nalu_ops.inalu_penalty(params[f"{n}_{layer}"], threshold) for n in names
-        ) / len(names)
-    return None
+    """Layer `layer`'s penalty per seed, `(seeds,)`, as the layer computes it
+    (its `penalty`), or None for layers without one."""
+    kinds = unit_kinds(model)
+    if kinds is None:
+        return None
+    unit = layer_settings(kinds[layer], options)
+    return unit.penalty(_layer_params(params, layer))
 
 
 def penalty(model, params):
     """The sum over layers of each layer's penalty, per seed: shape `(seeds,)`
     (0 for models without one)."""
     total = 0.0
-    for layer in range(len(UNIT_MODELS.get(model, ()))):
+    for layer in range(len(unit_kinds(model) or ())):
         one = layer_penalty(model, params, layer)
         if one is not None:
             total += one
@@ -336,29 +345,23 @@ def penalty(model, params):
 
 def schedules(model, options=None):
     """`{layer: (strength, start, end)}`: the penalty schedule of each layer
-    of `model` that has one (`regularization_strength`, ...), its default or
-    as `options` set it (see `layer_settings`)."""
+    of `model` that has one (`penalty_schedule`), its default or as
+    `options` set it (see `layer_settings`)."""
     return {
-        layer: (
-            defaults.regularization_strength,
-            defaults.regularization_start,
-            defaults.regularization_end,
-        )
-        for layer, kind in enumerate(UNIT_MODELS.get(model, ()))
-        if hasattr(defaults := layer_settings(kind, options), "regularization_strength")
+        layer: schedule
+        for layer, kind in enumerate(unit_kinds(model) or ())
+        if (schedule := layer_settings(kind, options).penalty_schedule) is not None
     }
 
 
 def first_layer_weight(model, params):
-    """The first layer's effective `W` per seed (NAC, NALU, NAU), else None."""
-    kind = UNIT_MODELS.get(model, (None,))[0]
-    if kind in ("nac", "nalu"):
-        return _nac_weights(params, 0)
-    if kind == "nau":
-        return nalu_ops.clip_weight(
-            params["kernel_0"], LAYERS[kind].low, LAYERS[kind].high
-        )
-    return None
+    """The first layer's effective kernel per seed (its `effective_weights`),
+    or None for an MLP."""
+    kinds = unit_kinds(model)
+    if kinds is None:
+        return None
+    unit = layer_defaults(kinds[0])
+    return unit.effective_weights(_layer_params(params, 0)).get("kernel")
 
 
 # |initial split| below which lay the stuck and late runs of the anchor, in
@@ -401,7 +404,7 @@ def set_initial_splits(bench, targets):
 
 
 def _nau_kernel(bench):
-    if UNIT_MODELS.get(bench.model, (None,))[0] != "nau" or HIDDEN != 2:
+    if (unit_kinds(bench.model) or (None,))[0] != "nau" or HIDDEN != 2:
         raise ValueError(
             "Received an invalid value for `bench`, expected a benchmark whose "
             "first layer is a two-unit NAU (e.g. model 'nmu'). Received: a "
@@ -471,55 +474,6 @@ def counter_uniform(streams, step, shape, low, high):
     return ops.reshape(x, (-1, *shape))
 
 
-def _value_and_grad(fn):
-    """`fn(params, *args) -> (fn(...), d fn / d params)` on the Keras backend:
-    `params` a list of tensors, `fn` returning a scalar."""
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        return jax.value_and_grad(fn)
-    if backend == "torch":
-        import torch
-
-        def torch_value_and_grad(params, *args):
-            params = [p.detach().requires_grad_(True) for p in params]
-            value = fn(params, *args)
-            return value.detach(), list(torch.autograd.grad(value, params))
-
-        return torch_value_and_grad
-    if backend != "tensorflow":
-        raise ValueError(
-            "The seed-batched engine runs on the tensorflow, jax and torch "
-            f"backends. Received: KERAS_BACKEND={backend!r}"
-        )
-
-    import tensorflow as tf
-
-    def tf_value_and_grad(params, *args):
-        with tf.GradientTape() as tape:
-            tape.watch(params)
-            value = fn(params, *args)
-        return value, tape.gradient(value, params)
-
-    return tf_value_and_grad
-
-
-def _compiled(fn):
-    """`fn` compiled by the backend: `jax.jit`, `tf.function` with XLA, or
-    as is on torch (eager)."""
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        return jax.jit(fn)
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        return tf.function(fn, jit_compile=True)
-    return fn
-
-
 def _schedule(value):
     ok = isinstance(value, (tuple, list)) and len(value) == 3
     if ok:
@@ -569,7 +523,8 @@ class StaticBenchmark:
     batched kernels of other shapes round differently).
 
     Args:
-        model: One of `MODELS`.
+        model: One of `MODELS`, or a model of any units (`unit_kinds`):
+            `"nau-npu"`, `"single-npu"`, `"nau-my_units>Cube"`.
         operations: Operations of the task ("add", "sub", "mul", "div",
             "square", "sqrt"), or one of them as a string.
         seeds: Sequence of integer seeds, each run for every operation.
@@ -619,8 +574,7 @@ class StaticBenchmark:
         adam_epsilon=None,
         **task_kwargs,
     ):
-        if model not in MODELS:
-            raise _invalid_model(model)
+        unit_kinds(model)  # raises for an unknown model
         self.model = model
         self._config = {
             "model": model,
@@ -736,10 +690,10 @@ class StaticBenchmark:
         # on torch 2.6 times faster here than updating in place); Keras's
         # TensorFlow optimizer has no stateless step: it updates in place.
         self._stateless = keras.backend.backend() != "tensorflow"
-        self._train = _compiled(
+        self._train = compiled(
             self._train_stateless if self._stateless else self._train_in_place
         )
-        self._evaluate = _compiled(self._mse)
+        self._evaluate = compiled(self._mse)
         self.random_mse = self._evaluated()
 
     @property
@@ -816,12 +770,12 @@ class StaticBenchmark:
         """`steps` steps from `values` (the params', then the optimizer's
         variables'), returning the new values: pure, as `jax.jit` needs."""
         count = len(self.params)
-        value_and_grad = _value_and_grad(self._total_loss)
+        loss_and_grad = value_and_grad(self._total_loss)
 
         def one_step(_, values):
             params, optimizer_values = values[:count], values[count:]
             step = optimizer_values[self._step_index] + 1
-            grads = self._clipped(value_and_grad(params, step)[1])
+            grads = self._clipped(loss_and_grad(params, step)[1])
             params, optimizer_values = self.optimizer.stateless_apply(
                 optimizer_values, grads, params
             )
@@ -832,11 +786,11 @@ class StaticBenchmark:
     def _train_in_place(self, steps):
         """`steps` steps updating the variables (TensorFlow)."""
         variables = list(self.params.values())
-        value_and_grad = _value_and_grad(self._total_loss)
+        loss_and_grad = value_and_grad(self._total_loss)
 
         def one_step(i, unused):
             step = self.optimizer.iterations + 1
-            grads = self._clipped(value_and_grad([v.value for v in variables], step)[1])
+            grads = self._clipped(loss_and_grad([v.value for v in variables], step)[1])
             self.optimizer.apply(grads, variables)
             return unused
 
@@ -999,7 +953,7 @@ class StaticBenchmark:
         `size` fresh held-out and extrapolation examples of the run's task,
         drawn apart from the test sets), or None where snapping is refused
         (the run did not learn exact arithmetic) or for MLPs."""
-        if self.model not in UNIT_MODELS:
+        if unit_kinds(self.model) is None:
             return [None] * len(self.runs)
         positive = min(np.ravel(self.tasks[0].interpolation_range)) >= 0
         found = []

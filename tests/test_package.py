@@ -23,6 +23,7 @@ LIBRARY = ROOT / "keras_nalu"
 
 # The public API: each name of `keras_nalu.__all__` and the module defining it.
 PUBLIC_API = {
+    "ArithmeticUnit": "keras_nalu.layers.arithmetic_unit",
     "ConfiguredNALU": "keras_nalu.layers.configured_nalu",
     "ConstrainedDense": "keras_nalu.layers.constrained_dense",
     "INALU": "keras_nalu.layers.inalu",

@@ -8,6 +8,7 @@ import pytest
 
 from keras_nalu import INALU, NAU, NMRU, NMU, RealNPU, export_saved_model
 from keras_nalu import ops as nalu_ops
+from keras_nalu._gradients import value_and_grad
 from keras_nalu.initializers import NAUUniform, NMUUniform
 from tests.conftest import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
@@ -58,14 +59,12 @@ def test_nau_clips_its_weight_to_minus_one_one():
 def test_a_weight_on_its_bound_gets_the_whole_gradient_on_every_backend():
     # torch.clamp's gradient, as in Madsen & Johansen's code: 1 on the bounds
     # too, 0 beyond them (jax.numpy.clip alone passes half at a bound).
-    from nalu_research.seed_batched import _value_and_grad
-
     w = np.array([[-1.5], [-1.0], [0.0], [1.0], [1.5]], "float32")
     x = np.array([[1.0, 2.0, 3.0, 4.0, 5.0]], "float32")
-    grad_of = _value_and_grad(lambda p: keras.ops.sum(nalu_ops.nau(x, p[0])))
+    grad_of = value_and_grad(lambda p: keras.ops.sum(nalu_ops.nau(x, p[0])))
     _, (grad,) = grad_of([keras.ops.convert_to_tensor(w)])
     np.testing.assert_array_equal(to_np(grad).ravel(), [0, 2, 3, 4, 0])
-    grad_of = _value_and_grad(lambda p: keras.ops.sum(nalu_ops.clip_weight(p[0], 0, 1)))
+    grad_of = value_and_grad(lambda p: keras.ops.sum(nalu_ops.clip_weight(p[0], 0, 1)))
     _, (grad,) = grad_of([keras.ops.convert_to_tensor(w)])
     np.testing.assert_array_equal(to_np(grad).ravel(), [0, 0, 1, 1, 0])
 
@@ -151,10 +150,8 @@ def test_penalties_are_zero_exactly_at_the_discrete_weights():
 
 def test_penalty_gradient_is_zero_at_the_discrete_weights():
     # As Madsen & Johansen's code: no push beyond a bound or away from 0.
-    from nalu_research.seed_batched import _value_and_grad
-
     w = np.array([[-1.0, 0.0, 1.0, 0.25, -0.75, 0.5]], "float32").T
-    grad_of = _value_and_grad(lambda p: nalu_ops.sparsity_penalty(p[0]))
+    grad_of = value_and_grad(lambda p: nalu_ops.sparsity_penalty(p[0]))
     _, (grad,) = grad_of([keras.ops.convert_to_tensor(w)])
     expected = np.array([[0.0, 0.0, 0.0, 1.0, 1.0, 0.0]], "float32").T / 6
     # at 0.5 both sides tie: either one-sided slope, +-1/6, is a subgradient
@@ -301,13 +298,7 @@ def test_penalty_follows_its_schedule_in_fit(layer_cls):
     model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
     x, y = np.abs(X), np.ones((6, 2), "float32")
     mse = float(np.mean(np.square(to_np(model(x)) - y)))
-    penalty = float(
-        to_np(
-            layer._penalty()
-            if layer_cls is INALU
-            else layer._penalty(layer.effective_kernel)  # RealNPU: with its gate
-        )
-    )
+    penalty = float(to_np(layer.penalty(layer.unit_weights())))
     history = model.fit(x, y, batch_size=6, epochs=8, verbose=0).history["loss"]
     assert int(to_np(layer.regularization_step)) == 8
     weights = [4.0 * min(max((step - 2) / 4, 0), 1) for step in range(1, 9)]
@@ -406,8 +397,6 @@ def test_real_npu_layer_applies_its_clipped_kernel_and_gate():
 
 
 def test_nau_centered_gradient_keeps_the_output_and_centers_the_kernel_gradient():
-    from nalu_research.seed_batched import _value_and_grad
-
     x = RNG.uniform(1, 2, size=(16, 3)).astype("float32")
     w = RNG.uniform(-1, 1, size=(3, 2)).astype("float32")
     center = x.mean(axis=0, keepdims=True)
@@ -420,7 +409,7 @@ def test_nau_centered_gradient_keeps_the_output_and_centers_the_kernel_gradient(
         return keras.ops.sum(keras.ops.square(y))
 
     for centered in (False, True):
-        grad_of = _value_and_grad(lambda p, c=centered: loss(p, c))
+        grad_of = value_and_grad(lambda p, c=centered: loss(p, c))
         _, (gx, gw) = grad_of([keras.ops.convert_to_tensor(v) for v in (x, w)])
         delta = 2 * x @ w  # d loss / d y
         inputs = x - center if centered else x

@@ -1,3 +1,4 @@
+from keras_nalu.layers.arithmetic_unit import ArithmeticUnit
 from keras_nalu.layers.configured_nalu import ConfiguredNALU
 from keras_nalu.layers.constrained_dense import ConstrainedDense
 from keras_nalu.layers.inalu import INALU
@@ -12,6 +13,7 @@ from keras_nalu.layers.nmu import NMU
 from keras_nalu.layers.real_npu import RealNPU
 
 __all__ = [
+    "ArithmeticUnit",
     "ConfiguredNALU",
     "ConstrainedDense",
     "INALU",

@@ -1,15 +1,15 @@
 """The shared body of NAU, NMU, NMRU and RealNPU: one clipped kernel and its
 penalty."""
 
-from typing import Any
+from typing import Any, ClassVar
 
 import keras
-from keras import ops
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
-from keras_nalu.layers._regularization import ClipAfter, ScheduledPenaltyMixin
+from keras_nalu.layers._regularization import ClipAfter
+from keras_nalu.layers.arithmetic_unit import ArithmeticUnit
 
 # Ours, not Madsen & Johansen's: no penalty for 20,000 steps, then ramped up to
 # 10 by step 35,000, so the weights are exact within a budget of 50,000 steps.
@@ -23,23 +23,23 @@ DEFAULT_SCHEDULE: dict[str, Any] = {
 }
 
 
-class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
-    """A layer `y = unit(x, clip(W, low, high))` with the sparsity penalty.
+class SparseUnit(ArithmeticUnit):
+    """An `ArithmeticUnit` of one kernel clipped to `[low, high]`, whose
+    values `exact_values["kernel"]` it snaps to, with the sparsity penalty.
 
-    Subclasses set `low`, `high` and `_unit(x, w)`, and may change the number
-    of kernel rows per input feature (`_rows_per_input`) and the penalty
-    (`_penalty(w)`, of the clipped kernel).
+    Subclasses set `low`, `high`, `exact_values` and `forward`, and may
+    change the number of kernel rows per input feature (`_rows_per_input`)
+    and the penalty (`penalty(weights)`).
     """
 
     low, high = -1.0, 1.0
+    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {"kernel": (-1.0, 0.0, 1.0)}
     _rows_per_input = 1
-    # False for a recurrent cell, whose call runs inside the RNN's loop where
-    # a step counter cannot advance: its penalty is a weight regularizer.
-    _scheduled = True
 
     def __init__(
         self,
         units: int,
+        *,
         regularization_strength: float,
         regularization_start: int,
         regularization_end: int,
@@ -72,19 +72,16 @@ class SparseUnit(ScheduledPenaltyMixin, keras.layers.Layer):
             self._build_schedule()
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
 
-    @property
-    def effective_kernel(self):
-        """The weight the unit applies: `clip(kernel, low, high)` (read-only)."""
-        _validation.check_built(self, "effective_kernel")
-        return nalu_ops.clip_weight(self.kernel, self.low, self.high)
+    def effective_weights(
+        self, weights: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`{"kernel": clip(kernel, low, high)}`."""
+        weights = self.unit_weights() if weights is None else weights
+        return {"kernel": nalu_ops.clip_weight(weights["kernel"], self.low, self.high)}
 
-    def call(self, inputs, training=False):
-        w = self.effective_kernel
-        self._add_scheduled_penalty(lambda: self._penalty(w), training)
-        return self._unit(ops.cast(inputs, self.compute_dtype), w, training)
-
-    def _penalty(self, w):
-        return nalu_ops.sparsity_penalty(w)
+    def penalty(self, weights: dict[str, Any]) -> Any:
+        """`mean(min(|W|, 1 - |W|))` of the clipped kernel, per copy."""
+        return nalu_ops.sparsity_penalty(self.effective_weights(weights)["kernel"])
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)[:-1] + (self.units,)

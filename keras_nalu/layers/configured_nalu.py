@@ -85,6 +85,9 @@ class ConfiguredNALU(keras.layers.Layer):
         https://arxiv.org/abs/1808.00508
     """
 
+    # Read by `keras_nalu.snap_weights`, which refuses the layer with it.
+    cannot_snap = "its controller sets its arithmetic weights per example"
+
     def __init__(
         self,
         units: int,

@@ -1,17 +1,18 @@
-from typing import Any
+from typing import Any, ClassVar
 
 import keras
+import numpy as np
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
-from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
-from keras_nalu.layers._regularization import ScheduledPenaltyMixin
-from keras_nalu.layers.nac import NAC
+from keras_nalu.layers.arithmetic_unit import SATURATION
+from keras_nalu.layers.nac import NAC, log_space_products
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
-class INALU(ScheduledPenaltyMixin, NAC):
+class INALU(NAC):
     """Improved NALU: sign-aware, stable, with separate weights per path.
 
     `y = g * a + (1 - g) * m * s` with the additive path `a = x @ W`, the
@@ -170,29 +171,66 @@ class INALU(ScheduledPenaltyMixin, NAC):
         )
         self._build_schedule()
 
+    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
+        **NAC.exact_values,
+        "gate": (0.0, 1.0),
+    }
+    linear = False
+
     @property
     def effective_mul_kernel(self):
         """`W_mul = tanh(mul_w_hat) * sigmoid(mul_m_hat)`, `(input_dim, units)`."""
         _validation.check_built(self, "effective_mul_kernel")
-        return nalu_ops.nac_weight(self.mul_w_hat, self.mul_m_hat)
+        return self.effective_weights()["mul_kernel"]
 
-    def _penalty(self):
-        latent = (self.w_hat, self.m_hat, self.mul_w_hat, self.mul_m_hat)
+    def effective_weights(
+        self, weights: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The paths' `kernel` and `mul_kernel`, and the gate `sigmoid(gate)`."""
+        weights = self.unit_weights() if weights is None else weights
+        return {**super().effective_weights(weights),
+                "gate": keras.ops.sigmoid(weights["gate"])}  # fmt: skip
+
+    def set_effective_weights(self, values: dict[str, Any]) -> None:
+        """As the NAC's, and the gate `sigmoid(gate)` set to 0 or 1 exactly
+        (`gate = -+SATURATION`)."""
+        values = dict(values)
+        if "gate" in values:
+            gate = np.asarray(values.pop("gate"), dtype=np.float64)
+            self.gate.assign((SATURATION * (2.0 * gate - 1.0)).astype(self.gate.dtype))
+        super().set_effective_weights(values)
+
+    def penalty(self, weights: dict[str, Any]) -> Any:
+        """iNALU's penalty: the mean over its four latent weights of
+        `keras_nalu.ops.inalu_penalty`."""
+        names = ("w_hat", "m_hat", "mul_w_hat", "mul_m_hat")
         total = sum(
-            nalu_ops.inalu_penalty(w, self.regularization_threshold) for w in latent
+            nalu_ops.inalu_penalty(weights[n], self.regularization_threshold)
+            for n in names
         )
-        return total / len(latent)
+        return total / len(names)
 
-    def call(self, inputs, training=False):
-        self._add_scheduled_penalty(self._penalty, training)
+    def forward(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        w = self.effective_weights(weights)
         return nalu_ops.inalu(
-            self._cast_inputs(inputs),
-            self.effective_kernel,
-            self.effective_mul_kernel,
-            self.gate,
+            x,
+            w["kernel"],
+            w["mul_kernel"],
+            keras.ops.expand_dims(weights["gate"], -2),  # against the batch
             epsilon=self.epsilon,
             max_exponent=self.max_exponent,
         )
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        a = writer.sums(writer.matrix(self.effective_kernel), h)
+        m = log_space_products(
+            writer, writer.matrix(self.effective_mul_kernel), h, signed=True
+        )
+        g = keras.ops.convert_to_numpy(self.effective_weights()["gate"])
+        gates = [writer.gate(np.array([v]), writer.number(v)) for v in g]
+        return [gj * aj + (1 - gj) * mj for gj, aj, mj in zip(gates, a, m, strict=True)]
 
     def get_config(self):
         config = {

@@ -1,15 +1,20 @@
-from typing import Any
+from typing import Any, ClassVar
 
 import keras
-from keras import ops
+import numpy as np
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
-from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
+from keras_nalu.layers.arithmetic_unit import SATURATION, ArithmeticUnit
+
+# The effective weights of the NAC family, `tanh(w_hat) * sigmoid(m_hat)`,
+# and the latent weights of each.
+LATENT = {"kernel": ("w_hat", "m_hat"), "mul_kernel": ("mul_w_hat", "mul_m_hat")}
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
-class NAC(keras.layers.Layer):
+class NAC(ArithmeticUnit):
     """Neural accumulator: a linear layer biased to add and subtract inputs.
 
     `y = x @ W` with `W = tanh(w_hat) * sigmoid(m_hat)`, no bias and no
@@ -117,18 +122,48 @@ class NAC(keras.layers.Layer):
         self.m_hat = self._add_weight_from_arguments("m_hat", input_dim)
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
 
-    @property
-    def effective_kernel(self):
-        """The matrix `W = tanh(w_hat) * sigmoid(m_hat)`, shape `(in, units)`."""
-        _validation.check_built(self, "effective_kernel")
-        return nalu_ops.nac_weight(self.w_hat, self.m_hat)
+    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
+        "kernel": (-1.0, 0.0, 1.0),
+        "mul_kernel": (-1.0, 0.0, 1.0),
+    }
+    linear = True
 
-    def _cast_inputs(self, inputs):
-        # Keras casts floating inputs to the compute dtype; integers come here.
-        return ops.cast(inputs, self.compute_dtype)
+    def effective_weights(
+        self, weights: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`{"kernel": tanh(w_hat) * sigmoid(m_hat)}` (and `mul_kernel` of
+        the multiplicative path's own latent weights, where a subclass has
+        them)."""
+        weights = self.unit_weights() if weights is None else weights
+        return {
+            name: nalu_ops.nac_weight(weights[w_hat], weights[m_hat])
+            for name, (w_hat, m_hat) in LATENT.items()
+            if w_hat in weights
+        }
 
-    def call(self, inputs):
-        return nalu_ops.nac(self._cast_inputs(inputs), self.effective_kernel)
+    def set_effective_weights(self, values: dict[str, Any]) -> None:
+        """Sets `tanh(w_hat) * sigmoid(m_hat)` to `round(value)` exactly
+        (`w_hat = +-SATURATION` or 0, `m_hat = SATURATION`), the nearest
+        value a NAC holds exactly; other names as the base class does."""
+        weights = self.unit_weights()
+        rest = {}
+        for name, value in values.items():
+            if name not in LATENT:
+                rest[name] = value
+                continue
+            w_hat, m_hat = (weights[n] for n in LATENT[name])
+            target = np.round(np.asarray(value, dtype=np.float64))
+            w_hat.assign((SATURATION * target).astype(w_hat.dtype))
+            m_hat.assign(np.full(target.shape, SATURATION, m_hat.dtype))
+        super().set_effective_weights(rest)
+
+    def forward(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        return nalu_ops.nac(x, self.effective_weights(weights)["kernel"])
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        return writer.sums(writer.matrix(self.effective_kernel), h)
 
     def compute_output_shape(self, input_shape: Any) -> tuple[int | None, ...]:
         return tuple(input_shape)[:-1] + (self.units,)
@@ -139,3 +174,24 @@ class NAC(keras.layers.Layer):
             **self._weight_arguments_config("w_hat", "m_hat"),
         }
         return {**super().get_config(), **config}
+
+
+def log_space_products(writer, w, h, signed):
+    """`prod |h_i|^w_i` per row of `w`, the multiplicative path of NALU and
+    iNALU; with iNALU's sign (`signed`) as `h_i^w_i` at `|w_i| = 1` and the
+    factor `|w_i| sign(h_i) + 1 - |w_i|` elsewhere."""
+    sympy = writer.sympy
+    out = []
+    for row in w:
+        factors = []
+        for wi, hi in zip(row, h, strict=True):
+            if signed and abs(wi) == 1:
+                factors.append(hi**wi)
+            elif signed:
+                size = abs(wi)
+                sign = size * sympy.sign(hi) + 1 - size
+                factors.append(sympy.Abs(hi) ** wi * sign)
+            else:
+                factors.append(sympy.Abs(hi) ** wi)
+        out.append(sympy.Mul(*factors))
+    return out

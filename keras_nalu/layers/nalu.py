@@ -4,9 +4,10 @@ import keras
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
-from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
-from keras_nalu.layers.nac import NAC
+from keras_nalu.layers.arithmetic_unit import GATE_SCALE
+from keras_nalu.layers.nac import NAC, log_space_products
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
@@ -147,22 +148,53 @@ class NALU(NAC):
             self.mul_w_hat = self._add_weight_from_arguments("mul_w_hat", input_dim)
             self.mul_m_hat = self._add_weight_from_arguments("mul_m_hat", input_dim)
 
+    linear = False
+
     @property
     def effective_mul_kernel(self):
         """`W` of the multiplicative path, shape `(input_dim, units)`."""
-        if self.tied_weights:
-            return self.effective_kernel
         _validation.check_built(self, "effective_mul_kernel")
-        return nalu_ops.nac_weight(self.mul_w_hat, self.mul_m_hat)
+        effective = self.effective_weights()
+        return effective.get("mul_kernel", effective["kernel"])
 
-    def call(self, inputs):
+    def forward(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        w = self.effective_weights(weights)
         return nalu_ops.nalu(
-            self._cast_inputs(inputs),
-            self.effective_kernel,
-            self.gate_kernel,
-            mul_w=None if self.tied_weights else self.effective_mul_kernel,
+            x,
+            w["kernel"],
+            weights["gate_kernel"],
+            mul_w=w.get("mul_kernel"),
             epsilon=self.epsilon,
         )
+
+    def snap(self) -> None:
+        """Snaps the paths' weights, and scales the gate's kernel by
+        `GATE_SCALE`, so a gate decided on an input is exactly open or closed
+        there."""
+        super().snap()
+        self.gate_kernel.assign(GATE_SCALE * self.gate_kernel)
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        """`g * a + (1 - g) * m`: the gate `sigmoid(h @ G)`, written 1 or 0
+        where it is decided on every row of `x`."""
+        sympy = writer.sympy
+        a = writer.sums(writer.matrix(self.effective_kernel), h)
+        m = log_space_products(
+            writer, writer.matrix(self.effective_mul_kernel), h, signed=False
+        )
+        logits = writer.sums(writer.matrix(self.gate_kernel), h)
+        values = None
+        if x is not None:
+            z = nalu_ops.matmul(x, self.gate_kernel)
+            values = keras.ops.convert_to_numpy(keras.ops.sigmoid(z))
+        gates = [
+            writer.gate(None if values is None else values[:, j],
+                        sympy.Function("sigmoid")(logit))
+            for j, logit in enumerate(logits)
+        ]  # fmt: skip
+        return [gj * aj + (1 - gj) * mj for gj, aj, mj in zip(gates, a, m, strict=True)]
 
     def get_config(self):
         config = {

@@ -8,7 +8,7 @@ from keras_nalu import (
     initializers,  # noqa: F401 (registers the default)
 )
 from keras_nalu import ops as nalu_ops
-from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
 
 
@@ -97,12 +97,12 @@ class NAU(SparseUnit):
     ) -> None:
         super().__init__(
             units,
-            regularization_strength,
-            regularization_start,
-            regularization_end,
-            kernel_initializer,
-            kernel_regularizer,
-            kernel_constraint,
+            regularization_strength=regularization_strength,
+            regularization_start=regularization_start,
+            regularization_end=regularization_end,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
             **kwargs,
         )
 
@@ -110,11 +110,21 @@ class NAU(SparseUnit):
             "centered_gradient", centered_gradient
         )
 
-    def _unit(self, x, w, training=False):
+    linear = True
+
+    def forward(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        w = self.effective_weights(weights)["kernel"]
         if not (training and self.centered_gradient):
             return nalu_ops.nau(x, w)
-        axes = tuple(range(len(x.shape) - 1))
+        # The mean over the examples of each copy: every axis but the copies'
+        # (in front of the kernel's two) and the features.
+        axes = tuple(range(len(w.shape) - 2, len(x.shape) - 1))
         return nalu_ops.nau(x, w, center=ops.mean(x, axis=axes, keepdims=True))
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        return writer.sums(writer.matrix(self.effective_kernel), h)
 
     def get_config(self):
         return {**super().get_config(), "centered_gradient": self.centered_gradient}

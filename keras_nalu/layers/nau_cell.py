@@ -154,15 +154,18 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
             loss = loss + self.kernel_regularizer(kernel[:rows])
         return loss
 
-    @property
-    def effective_kernel(self):
-        w = super().effective_kernel
-        if not self.diagonal_state:
-            return w
-        return w * ops.convert_to_tensor(self._state_mask, dtype=w.dtype)
-
-    def _step(self, inputs, training):
-        return self._unit(inputs, self.effective_kernel, training)
+    def effective_weights(
+        self, weights: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The clipped kernel, its state rows masked to their diagonal with
+        `diagonal_state`."""
+        effective = super().effective_weights(weights)
+        if self.diagonal_state:
+            w = effective["kernel"]
+            effective["kernel"] = w * ops.convert_to_tensor(
+                self._state_mask, dtype=w.dtype
+            )
+        return effective
 
     def get_config(self):
         config = super().get_config()

@@ -4,7 +4,7 @@ import keras
 
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
-from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from keras_nalu.layers.nmu import NMU
 
@@ -90,19 +90,39 @@ class NMRU(NMU):
     ) -> None:
         super().__init__(
             units,
-            regularization_strength,
-            regularization_start,
-            regularization_end,
-            kernel_initializer,
-            kernel_regularizer,
-            kernel_constraint,
+            regularization_strength=regularization_strength,
+            regularization_start=regularization_start,
+            regularization_end=regularization_end,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
             **kwargs,
         )
         self.epsilon = _validation.positive_float("epsilon", epsilon)
         self.sign_retrieval = _validation.boolean("sign_retrieval", sign_retrieval)
 
-    def _unit(self, x, w, training=False):
+    def forward(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        w = self.effective_weights(weights)["kernel"]
         return nalu_ops.nmru(x, w, self.epsilon, self.sign_retrieval)
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        w = writer.matrix(self.effective_kernel)
+        z = [*h, *(1 / hi for hi in h)]
+        exact = all(v.is_Integer for row in w for v in row)
+        if not self.sign_retrieval or exact:
+            return writer.products(w, z)  # the same function at weights 0 and 1
+        # `prod (w |z| + 1 - w)` times `cos(pi * sum w [z < 0])`, `[z < 0]`
+        # written `Heaviside(-z)`.
+        sympy = writer.sympy
+        out = []
+        for row in w:
+            pairs = list(zip(row, z, strict=True))
+            magnitude = sympy.Mul(*(wi * sympy.Abs(zi) + 1 - wi for wi, zi in pairs))
+            negatives = sympy.Add(*(wi * sympy.Heaviside(-zi) for wi, zi in pairs))
+            out.append(magnitude * sympy.cos(sympy.pi * negatives))
+        return out
 
     def get_config(self):
         return {

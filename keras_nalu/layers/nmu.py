@@ -1,10 +1,10 @@
-from typing import Any
+from typing import Any, ClassVar
 
 import keras
 
 from keras_nalu import initializers  # noqa: F401 (registers the default)
 from keras_nalu import ops as nalu_ops
-from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
 
@@ -67,6 +67,7 @@ class NMU(SparseUnit):
     """
 
     low, high = 0.0, 1.0
+    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {"kernel": (0.0, 1.0)}
 
     def __init__(
         self,
@@ -81,15 +82,20 @@ class NMU(SparseUnit):
     ) -> None:
         super().__init__(
             units,
-            regularization_strength,
-            regularization_start,
-            regularization_end,
-            kernel_initializer,
-            kernel_regularizer,
-            kernel_constraint,
+            regularization_strength=regularization_strength,
+            regularization_start=regularization_start,
+            regularization_end=regularization_end,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
             **kwargs,
         )
         compute_in_float32(self)
 
-    def _unit(self, x, w, training=False):
-        return nalu_ops.nmu(x, w)
+    def forward(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        return nalu_ops.nmu(x, self.effective_weights(weights)["kernel"])
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        return writer.products(writer.matrix(self.effective_kernel), h)

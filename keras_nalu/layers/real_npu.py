@@ -1,4 +1,4 @@
-from typing import Any
+from typing import Any, ClassVar
 
 import keras
 
@@ -7,7 +7,7 @@ from keras_nalu import (
     initializers,  # noqa: F401 (registers the default)
 )
 from keras_nalu import ops as nalu_ops
-from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
+from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers._regularization import ClipAfter
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
@@ -115,12 +115,12 @@ class RealNPU(SparseUnit):
     ) -> None:
         super().__init__(
             units,
-            regularization_strength,
-            regularization_start,
-            regularization_end,
-            kernel_initializer,
-            kernel_regularizer,
-            kernel_constraint,
+            regularization_strength=regularization_strength,
+            regularization_start=regularization_start,
+            regularization_end=regularization_end,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
             **kwargs,
         )
         self.gated = _validation.boolean("gated", gated)
@@ -139,22 +139,66 @@ class RealNPU(SparseUnit):
                 constraint=ClipAfter(0.0, 1.0),
             )
 
+    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
+        "kernel": (-1.0, 0.0, 1.0),
+        "gate": (0.0, 1.0),
+    }
+
     @property
     def effective_gate(self):
         """The gate the unit applies, `clip(gate, 0, 1)`, or None (read-only)."""
         _validation.check_built(self, "effective_gate")
-        return nalu_ops.clip_weight(self.gate, 0.0, 1.0) if self.gated else None
+        return self.effective_weights().get("gate")
 
-    @property
-    def _gate(self):
-        # The op and the penalty clip it themselves (no second clip per call).
-        return self.gate if self.gated else None
+    def effective_weights(
+        self, weights: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`{"kernel": clip(kernel, -1, 1), "gate": clip(gate, 0, 1)}` (no
+        gate if not `gated`)."""
+        weights = self.unit_weights() if weights is None else weights
+        effective = super().effective_weights(weights)
+        if self.gated:
+            effective["gate"] = nalu_ops.clip_weight(weights["gate"], 0.0, 1.0)
+        return effective
 
-    def _unit(self, x, w, training=False):
-        return nalu_ops.real_npu(x, w, self._gate, self.epsilon, self.max_exponent)
+    def forward(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        w = self.effective_weights(weights)
+        return nalu_ops.real_npu(
+            x, w["kernel"], w.get("gate"), self.epsilon, self.max_exponent
+        )
 
-    def _penalty(self, w):
-        return nalu_ops.real_npu_penalty(w, self._gate)
+    def penalty(self, weights: dict[str, Any]) -> Any:
+        w = self.effective_weights(weights)
+        return nalu_ops.real_npu_penalty(w["kernel"], w.get("gate"))
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        """Exact powers `h_i^(w_i g_i)` once `w` and `g` are integers, else
+        `prod r_i^w_i * cos(pi * sum w_i k_i)`, `[h_i < 0]` written
+        `Heaviside(-h_i)`."""
+        sympy = writer.sympy
+        w = writer.matrix(self.effective_kernel)
+        gate = self.effective_gate
+        if gate is None:
+            g = [sympy.Integer(1)] * len(h)
+        else:
+            g = [writer.number(v) for v in keras.ops.convert_to_numpy(gate)]
+        exact = all(v.is_Integer for v in g) and all(
+            v.is_Integer for row in w for v in row
+        )
+        out = []
+        for row in w:
+            terms = list(zip(row, h, g, strict=True))
+            if exact:
+                out.append(sympy.Mul(*(hi ** (wi * gi) for wi, hi, gi in terms)))
+                continue
+            magnitude = sympy.Mul(*((gi * sympy.Abs(hi) + 1 - gi) ** wi
+                                    for wi, hi, gi in terms))  # fmt: skip
+            negatives = sympy.Add(*(wi * gi * sympy.Heaviside(-hi)
+                                    for wi, hi, gi in terms))  # fmt: skip
+            out.append(magnitude * sympy.cos(sympy.pi * negatives))
+        return out
 
     def get_config(self):
         return {

@@ -59,7 +59,13 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.seed_batched import LAYERS, MODELS, StaticBenchmark  # noqa: E402
+from nalu_research.seed_batched import (  # noqa: E402
+    LAYERS,
+    MODELS,
+    StaticBenchmark,
+    model_name,
+    unit_class,
+)
 from nalu_research.tasks import (  # noqa: E402
     MADSEN_JOHANSEN_SOLVED_BY,
     OPERATIONS,
@@ -97,7 +103,13 @@ SIGNED = {
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS))
-    parser.add_argument("--models", nargs="+", choices=list(MODELS))
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        type=model_name,
+        metavar="MODEL",
+        help=f"of {', '.join(MODELS)}, or 'nau-npu', 'single-npu', ... of any units",
+    )
     parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 25)")
     parser.add_argument("--iterations", type=int, help="default 50,000")
     parser.add_argument("--eval-every", type=int, default=1000)
@@ -198,7 +210,7 @@ def layer_options(triples, parser):
         return None
     options = {}
     for kind, argument, value in triples:
-        if kind not in LAYERS:
+        if unit_class(kind) is None:
             parser.error(
                 f"--layer-option: unknown layer kind {kind!r}, expected one of "
                 f"{', '.join(LAYERS)}"
@@ -212,7 +224,7 @@ def layer_options(triples, parser):
             )
     try:
         for kind, changes in options.items():
-            LAYERS[kind](1, **changes)
+            unit_class(kind)(1, **changes)
     except (TypeError, ValueError) as error:
         parser.error(f"--layer-option: {error}")
     return options

@@ -28,6 +28,7 @@ resumes from its checkpoints (`keras_nalu.training.fit`).
 """
 
 import argparse
+import functools
 import os
 import time
 
@@ -36,16 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu import (  # noqa: E402
-    INALU,
-    NAC,
-    NALU,
-    NAU,
-    NMRU,
-    NMU,
-    RealNPU,
-    snap_weights,
-)
+from keras_nalu import INALU, snap_weights  # noqa: E402
 from keras_nalu.training import Progress, fit  # noqa: E402
 from nalu_research.cli import (  # noqa: E402
     Checkpoints,
@@ -67,6 +59,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
+from nalu_research.seed_batched import LAYERS  # noqa: E402
 from nalu_research.tasks.first_contact import (  # noqa: E402
     EXTRAPOLATION_RANGE,
     OPERATIONS,
@@ -75,21 +68,20 @@ from nalu_research.tasks.first_contact import (  # noqa: E402
     sample,
 )
 
-# The rows: each unit as a user first writes it, `UNIT(1)`.
-UNITS = {
-    "Dense": lambda: keras.layers.Dense(1),
-    "NAC": lambda: NAC(1),
-    "NALU": lambda: NALU(1),
-    "NAU": lambda: NAU(1),
-    "NMU": lambda: NMU(1),
-    "NMRU": lambda: NMRU(1),
-    "RealNPU": lambda: RealNPU(1),
-    "iNALU": lambda: INALU(1),
-}
+# The rows: Dense, then each unit of the package (`seed_batched.LAYERS`, so a
+# unit added to the package is a row) as a user first writes it, `UNIT(1)`,
+# in the order of the paper and the later publications.
+_ORDER = ("nac", "nalu", "nau", "nmu", "nmru", "realnpu", "inalu")
+UNITS = {"Dense": functools.partial(keras.layers.Dense, 1)}
+_ranks = {kind: rank for rank, kind in enumerate(_ORDER)}
+for _kind in sorted(LAYERS, key=lambda kind: (_ranks.get(kind, len(_ORDER)), kind)):
+    _cls = LAYERS[_kind]
+    UNITS["iNALU" if _cls is INALU else _cls.__name__] = functools.partial(_cls, 1)
 THRESHOLDS = (1e-6, 1e-4)  # the "solved" columns, on the extrapolation error
-# The rows whose trained models `keras_nalu.snap_weights` also snaps, the
-# largest error it lets through on its own check sets, and their size.
-SNAPPABLE = ("NAC", "NALU", "NAU", "NMU", "NMRU", "RealNPU", "iNALU")
+# The rows whose trained models `keras_nalu.snap_weights` also snaps (every
+# unit's), the largest error it lets through on its own check sets, and their
+# size.
+SNAPPABLE = tuple(UNITS)[1:]
 SNAP_RTOL = 1e-4
 EARLY_EPOCH = 20  # the first error column
 TEST_SIZE = 2000

@@ -1,0 +1,276 @@
+"""What an arithmetic unit is, written once: the interface every unit implements.
+
+A unit is a Keras layer whose weights, once trained, take exact values that
+make it compute exact arithmetic. Everything outside the unit's own file
+reads it through this interface, and nothing else:
+
+- `keras_nalu.snap_weights` rounds `effective_weights()` to `exact_values`
+  (`snap`) and sets them back (`set_effective_weights`), and merges the rows
+  of identical inputs of a `linear` unit;
+- `keras_nalu.formulas` writes `expression(...)`;
+- the seed-batched engine of the research harness trains many copies of a
+  unit at once through `forward(x, weights)` on weights stacked along a
+  leading axis, with `penalty(weights)` on `penalty_schedule`.
+
+So a unit written outside this package, in a user's own file, that subclasses
+`ArithmeticUnit`, implements its methods and is registered with
+`keras.saving.register_keras_serializable` works with all of them (the docs
+page "Writing your own unit" shows one end to end).
+
+Why methods of a base class and not functions registered per class: a unit is
+already a Keras layer, so its math, its weights and its configuration sit on
+one object; the base class turns `forward` into the layer's `call` (and
+the penalty into its scheduled loss), so the layer and every tool run the
+same code: the engine's math cannot drift from the layer's.
+"""
+
+from typing import Any, ClassVar
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_nalu import _validation
+from keras_nalu import ops as nalu_ops
+from keras_nalu._types import Tensor
+
+# tanh(40) and sigmoid(40) round to exactly 1 in float32 and in float64: a
+# latent weight set to +-SATURATION gives an exact effective weight.
+SATURATION = 40.0
+# A NALU gate `sigmoid(x @ G)` is snapped by scaling `G` by this much, so a
+# gate decided on an input is exactly open or closed there.
+GATE_SCALE = 1e4
+
+
+@keras.saving.register_keras_serializable(package="keras_nalu")
+class ArithmeticUnit(keras.layers.Layer):
+    """Base class of the arithmetic units: the interface snapping, formulas
+    and the seed-batched engine read a unit through.
+
+    A subclass is a Keras layer that creates its weights in `build` and
+    implements:
+
+    - `forward(x, weights, training)`: its math on explicit weights, which
+      may carry leading axes of independent copies (then `x` has the same
+      leading axes before its batch axis); the layer's `call` is
+      `forward(x, unit_weights(), training)`.
+    - `effective_weights(weights)`: the weights its arithmetic applies
+      (e.g. `clip(kernel, -1, 1)`, or `tanh(w_hat) * sigmoid(m_hat)`), by
+      name.
+    - `exact_values`: for each effective weight that snaps, the exact values
+      it may take (e.g. `{"kernel": (-1.0, 0.0, 1.0)}`), and
+      `set_effective_weights(values)`, which sets the layer's weights so
+      that those effective weights equal `values` (the default assigns the
+      weight of that name).
+    - `expression(h, writer, x)`: its outputs as SymPy expressions of its
+      inputs' expressions `h`.
+    - optionally `penalty(weights)`, a penalty per copy, added to the loss
+      with the weight `strength * ramp(step, start, end)` of its schedule
+      (`_set_schedule(strength, start, end)` in `__init__` sets it and
+      `_build_schedule()` in `build` creates the step counter, a
+      non-trainable weight saved with the model, so the schedule works in
+      `model.fit`, in custom loops and across resumed runs), and
+      `linear = True` when the unit computes
+      `x @ effective_weights()["kernel"]` (snapping may then move weight
+      between the rows of identical inputs).
+
+    Math written with `keras.ops` broadcasts over the copies when a kernel
+    `(in, out)` is applied with `keras_nalu.ops.matmul` and a vector weight
+    `(n,)` is expanded on axis -2 before it meets the batch
+    (`ops.expand_dims(v, -2)`).
+    """
+
+    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {}
+    linear: ClassVar[bool] = False
+    # False for a recurrent cell, whose call runs inside the RNN's loop where
+    # a step counter cannot advance.
+    _scheduled: ClassVar[bool] = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Args: base layer keyword arguments, such as `name` and `dtype`."""
+        super().__init__(**kwargs)
+
+    # -- (a) the math -------------------------------------------------------
+
+    def forward(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        """The unit's outputs for inputs `x` with the weights `weights`.
+
+        Args:
+            x: Inputs `(..., batch, in)`; when the weights are stacked copies
+                `(copies, ...)`, `x` is `(copies, batch, in)`.
+            weights: `{name: tensor}`, the unit's weights by the names of
+                `unit_weights()`, each optionally with leading copy axes.
+            training: Whether the call trains (a unit may compute its
+                gradient differently then, as `NAU(centered_gradient=True)`).
+
+        Returns:
+            The outputs `(..., batch, units)`.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} subclasses ArithmeticUnit but does not "
+            "implement `forward(x, weights, training)`."
+        )
+
+    def unit_weights(self) -> dict[str, Any]:
+        """The weights `forward` reads, by name: every weight of the layer
+        but its penalty's step counter."""
+        step = getattr(self, "regularization_step", None)
+        return {w.name: w for w in self.weights if w is not step}
+
+    def call(self, inputs, training=False):
+        x = ops.cast(inputs, self.compute_dtype)
+        weights = self.unit_weights()
+        if self._scheduled and self.penalty_schedule is not None:
+            self._add_scheduled_penalty(lambda: self.penalty(weights), training)
+        return self.forward(x, weights, training)
+
+    # -- (b) effective weights and (c) exact values --------------------------
+
+    def effective_weights(
+        self, weights: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`{name: tensor}`: the weights the unit's arithmetic applies, of
+        `weights` (default: the layer's own, `unit_weights()`)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} subclasses ArithmeticUnit but does not "
+            "implement `effective_weights(weights)`."
+        )
+
+    def set_effective_weights(self, values: dict[str, Any]) -> None:
+        """Sets the layer's weights so that `effective_weights()[name]` is
+        `values[name]` for each name given (exact values of `exact_values`).
+
+        The default assigns the weight of the same name, for units whose
+        effective weight is their weight clipped to its bounds.
+        """
+        weights = self.unit_weights()
+        for name, value in values.items():
+            _assign(weights[name], value)
+
+    def snap(self) -> None:
+        """Sets each effective weight of `exact_values` to the nearest of
+        its exact values. A unit with other weights to adjust (the NALU's
+        gate) extends it."""
+        effective = self.effective_weights()
+        self.set_effective_weights(
+            {
+                name: nearest(_numpy(effective[name]), values)
+                for name, values in self.exact_values.items()
+                if name in effective
+            }
+        )
+
+    @property
+    def effective_kernel(self):
+        """`effective_weights()["kernel"]`: the weight the unit applies
+        (read-only)."""
+        _validation.check_built(self, "effective_kernel")
+        return self.effective_weights()["kernel"]
+
+    # -- (d) the expression -------------------------------------------------
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        """The unit's outputs as SymPy expressions.
+
+        Args:
+            h: The expressions of the unit's input features.
+            writer: A `keras_nalu.formulas.Writer`: `writer.sympy`, and
+                helpers that write weights as numbers (`number`,
+                `matrix`), sums and NMU-style products.
+            x: The values of the inputs `(batch, in)` where the caller gave
+                data (a unit may decide a gate on them), else None.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} subclasses ArithmeticUnit but does not "
+            "implement `expression(h, writer, x)`."
+        )
+
+    # -- (e) the penalty ----------------------------------------------------
+
+    def penalty(self, weights: dict[str, Any]) -> Any:
+        """The unit's penalty of `weights`, one value per copy (a scalar for
+        the layer's own weights), or None for a unit without one."""
+        return None
+
+    @property
+    def penalty_schedule(self) -> tuple[float, int, int] | None:
+        """`(strength, start, end)` of the penalty's weight, ramped from 0 at
+        step `start` to `strength` at `end`, or None without a penalty."""
+        if not hasattr(self, "regularization_strength"):
+            return None
+        return (
+            self.regularization_strength,
+            self.regularization_start,
+            self.regularization_end,
+        )
+
+    def _set_schedule(self, strength, start, end):
+        """Sets `regularization_strength`, `regularization_start` and
+        `regularization_end`, validated."""
+        self.regularization_strength = _validation.non_negative_float(
+            "regularization_strength", strength
+        )
+        self.regularization_start = _validation.non_negative_int(
+            "regularization_start", start
+        )
+        self.regularization_end = _validation.non_negative_int(
+            "regularization_end", end
+        )
+        if self.regularization_end < self.regularization_start:
+            raise ValueError(
+                "Received an invalid value for `regularization_end`, expected "
+                f"an integer >= regularization_start={self.regularization_start}. "
+                f"Received: regularization_end={end!r}"
+            )
+
+    def _build_schedule(self):
+        """Creates the step counter, `regularization_step` (call in `build`)."""
+        self.regularization_step = self.add_weight(
+            name="regularization_step",
+            shape=(),
+            initializer="zeros",
+            dtype="int32",
+            trainable=False,
+        )
+
+    @property
+    def regularization_weight(self):
+        """The penalty's current weight, `strength * ramp(step, start, end)`."""
+        _validation.check_built(self, "regularization_weight")
+        return self.regularization_strength * nalu_ops.ramp(
+            self.regularization_step,
+            self.regularization_start,
+            self.regularization_end,
+        )
+
+    def _add_scheduled_penalty(self, penalty, training):
+        """Counts a training call and adds `weight * penalty()` to the losses."""
+        if not training:
+            return
+        self.regularization_step.assign_add(1)
+        if self.regularization_strength > 0:
+            self.add_loss(self.regularization_weight * ops.cast(penalty(), "float32"))
+
+    def _schedule_config(self):
+        return {
+            "regularization_strength": self.regularization_strength,
+            "regularization_start": self.regularization_start,
+            "regularization_end": self.regularization_end,
+        }
+
+
+def nearest(w, values):
+    """Each element of `w` replaced by the nearest of `values`."""
+    values = np.asarray(values, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    return values[np.argmin(np.abs(w[..., None] - values), axis=-1)]
+
+
+def _assign(variable, value):
+    variable.assign(np.asarray(value).astype(variable.dtype))
+
+
+def _numpy(value):
+    return keras.ops.convert_to_numpy(value).astype(np.float64)

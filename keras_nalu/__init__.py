@@ -2,7 +2,7 @@
 
 `NAC` and `NALU` are layers, `NACCell` and `NALUCell` their recurrent cells
 for `keras.layers.RNN` (`NAUCell` the NAU's, whose state weight reaches 1
-exactly); `NAU`, `NMU`, `INALU`, `NMRU` and `RealNPU` are the
+exactly); `NAU`, `NMU`, `INALU`, `NMRU`, `RealNPU` and `NPU` are the
 stabler, sign-aware and dividing units published since; `keras_nalu.ops` holds the
 math they share; `snap_weights` rounds a trained model's arithmetic weights to
 exact values and verifies the result; `formulas` writes what a model computes
@@ -49,6 +49,7 @@ from keras_nalu.layers import (  # noqa: E402
     NAU,
     NMRU,
     NMU,
+    NPU,
     ArithmeticUnit,
     ConfiguredNALU,
     ConstrainedDense,
@@ -74,6 +75,7 @@ __all__ = [
     "NAUCell",
     "NMRU",
     "NMU",
+    "NPU",
     "RealNPU",
     "export_saved_model",
     "expressions",

@@ -39,8 +39,8 @@ from keras import ops
 
 from keras_nalu import ArithmeticUnit, formulas, snap_weights
 from keras_nalu import ops as nalu_ops
-from keras_nalu._gradients import compiled, value_and_grad
 from keras_nalu.checkpoints import Checkpoint
+from keras_nalu.gradients import compiled, value_and_grad
 from keras_nalu.initializers import NMUUniform
 from nalu_research import _checks
 from nalu_research.tasks.metrics import paper_scale, sparsity_error, success_threshold
@@ -156,7 +156,7 @@ def _invalid_model(model):
 def layer_defaults(kind):
     """An unbuilt unit of the name `kind` with every argument at its default.
 
-    The engine applies its math (`forward`, `penalty`, its schedule) to the
+    The engine applies its math (`math`, `penalty`, its schedule) to the
     stacked weights, so a change of a layer's default changes the engine
     too.
     """
@@ -305,14 +305,14 @@ def _layer_params(params, layer):
 def forward(model, params, x, options=None, training=False):
     """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`,
     its layers changed by `options` (see `layer_settings`), in training mode
-    or not (as the layers' `training` argument): each unit's own `forward`
+    or not (as the layers' `training` argument): each unit's own `math`
     (`keras_nalu.ArithmeticUnit`) on its stacked weights."""
     kinds = unit_kinds(model)
     if kinds is not None:
         h = x
         for layer, kind in enumerate(kinds):
             unit = layer_settings(kind, options)
-            h = unit.forward(h, _layer_params(params, layer), training)
+            h = unit.math(h, _layer_params(params, layer), training)
         return h
     h = ops.add(nalu_ops.matmul(x, params["kernel_0"]), params["bias_0"][:, None, :])
     if model == "crelu":

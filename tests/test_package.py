@@ -35,6 +35,7 @@ PUBLIC_API = {
     "NAUCell": "keras_nalu.layers.nau_cell",
     "NMRU": "keras_nalu.layers.nmru",
     "NMU": "keras_nalu.layers.nmu",
+    "NPU": "keras_nalu.layers.npu",
     "RealNPU": "keras_nalu.layers.real_npu",
     "export_saved_model": "keras_nalu.export",
     "expressions": "keras_nalu.formulas",
@@ -52,6 +53,7 @@ PUBLIC_MODULES = (
     "keras_nalu.layers",
     "keras_nalu.snapping",
     "keras_nalu.formulas",
+    "keras_nalu.gradients",
 )
 
 

@@ -52,7 +52,7 @@ def keras_twin(model, params, input_size=10):
     return seed_batched.keras_model(model, params, 0, input_size)
 
 
-@pytest.mark.parametrize("model", list(UNIT_MODELS))
+@pytest.mark.parametrize("model", [*UNIT_MODELS, "nau-npu", "single-npu"])
 def test_forward_and_penalty_equal_the_keras_layers_with_the_same_weights(model):
     params = init_params(model, [7], 10)
     keras_model = keras_twin(model, params)

@@ -6,9 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu import INALU, NAU, NMRU, NMU, RealNPU, export_saved_model
+from keras_nalu import INALU, NAU, NMRU, NMU, NPU, RealNPU, export_saved_model
 from keras_nalu import ops as nalu_ops
-from keras_nalu._gradients import value_and_grad
+from keras_nalu.gradients import value_and_grad
 from keras_nalu.initializers import NAUUniform, NMUUniform
 from tests.conftest import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
@@ -216,6 +216,17 @@ LAYERS = {
         "max_exponent": 30.0,
         "gate_initializer": "ones",
     },
+    NPU: {
+        **SCHEDULE,
+        **KERNEL_ARGS,
+        "gated": True,
+        "epsilon": 1e-5,
+        "max_exponent": 30.0,
+        "imaginary_initializer": "random_uniform",
+        "imaginary_regularizer": "l1",
+        "imaginary_constraint": "max_norm",
+        "gate_initializer": "ones",
+    },
     INALU: {
         **SCHEDULE,
         "epsilon": 1e-6,
@@ -228,7 +239,7 @@ LAYERS = {
         "mul_w_hat_constraint": "max_norm",
     },
 }
-FLOAT32_UNITS = (NMU, NMRU, INALU, RealNPU)
+FLOAT32_UNITS = (NMU, NMRU, INALU, RealNPU, NPU)
 
 
 @pytest.mark.parametrize("layer_cls", list(LAYERS), ids=lambda c: c.__name__)

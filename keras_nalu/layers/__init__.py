@@ -10,6 +10,7 @@ from keras_nalu.layers.nau import NAU
 from keras_nalu.layers.nau_cell import NAUCell
 from keras_nalu.layers.nmru import NMRU
 from keras_nalu.layers.nmu import NMU
+from keras_nalu.layers.npu import NPU
 from keras_nalu.layers.real_npu import RealNPU
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "NAUCell",
     "NMRU",
     "NMU",
+    "NPU",
     "RealNPU",
 ]

@@ -39,7 +39,7 @@ class RecurrentCellMixin:
         """The unit on `[x_t, h_{t-1}]`; it runs inside the RNN's loop (a
         `tf.while_loop`, a `lax.scan`), so it must not change variables or
         add losses."""
-        return self.forward(inputs, self.unit_weights(), training)
+        return self.math(inputs, self.unit_weights(), training)
 
     def get_initial_state(self, batch_size=None):
         return [ops.zeros((batch_size, self.units), dtype=self.compute_dtype)]

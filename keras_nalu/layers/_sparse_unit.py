@@ -27,7 +27,7 @@ class SparseUnit(ArithmeticUnit):
     """An `ArithmeticUnit` of one kernel clipped to `[low, high]`, whose
     values `exact_values["kernel"]` it snaps to, with the sparsity penalty.
 
-    Subclasses set `low`, `high`, `exact_values` and `forward`, and may
+    Subclasses set `low`, `high`, `exact_values` and `math`, and may
     change the number of kernel rows per input feature (`_rows_per_input`)
     and the penalty (`penalty(weights)`).
     """

@@ -9,7 +9,7 @@ reads it through this interface, and nothing else:
   of identical inputs of a `linear` unit;
 - `keras_nalu.formulas` writes `expression(...)`;
 - the seed-batched engine of the research harness trains many copies of a
-  unit at once through `forward(x, weights)` on weights stacked along a
+  unit at once through `math(x, weights)` on weights stacked along a
   leading axis, with `penalty(weights)` on `penalty_schedule`.
 
 So a unit written outside this package, in a user's own file, that subclasses
@@ -19,7 +19,7 @@ page "Writing your own unit" shows one end to end).
 
 Why methods of a base class and not functions registered per class: a unit is
 already a Keras layer, so its math, its weights and its configuration sit on
-one object; the base class turns `forward` into the layer's `call` (and
+one object; the base class turns `math` into the layer's `call` (and
 the penalty into its scheduled loss), so the layer and every tool run the
 same code: the engine's math cannot drift from the layer's.
 """
@@ -50,10 +50,12 @@ class ArithmeticUnit(keras.layers.Layer):
     A subclass is a Keras layer that creates its weights in `build` and
     implements:
 
-    - `forward(x, weights, training)`: its math on explicit weights, which
+    - `math(x, weights, training)`: its math on explicit weights (not named
+      `forward`: on the torch backend a Keras layer is a `torch.nn.Module`,
+      whose `forward` Keras calls), which
       may carry leading axes of independent copies (then `x` has the same
       leading axes before its batch axis); the layer's `call` is
-      `forward(x, unit_weights(), training)`.
+      `math(x, unit_weights(), training)`.
     - `effective_weights(weights)`: the weights its arithmetic applies
       (e.g. `clip(kernel, -1, 1)`, or `tanh(w_hat) * sigmoid(m_hat)`), by
       name.
@@ -92,7 +94,7 @@ class ArithmeticUnit(keras.layers.Layer):
 
     # -- (a) the math -------------------------------------------------------
 
-    def forward(
+    def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
         """The unit's outputs for inputs `x` with the weights `weights`.
@@ -110,11 +112,11 @@ class ArithmeticUnit(keras.layers.Layer):
         """
         raise NotImplementedError(
             f"{type(self).__name__} subclasses ArithmeticUnit but does not "
-            "implement `forward(x, weights, training)`."
+            "implement `math(x, weights, training)`."
         )
 
     def unit_weights(self) -> dict[str, Any]:
-        """The weights `forward` reads, by name: every weight of the layer
+        """The weights `math` reads, by name: every weight of the layer
         but its penalty's step counter."""
         step = getattr(self, "regularization_step", None)
         return {w.name: w for w in self.weights if w is not step}
@@ -124,7 +126,7 @@ class ArithmeticUnit(keras.layers.Layer):
         weights = self.unit_weights()
         if self._scheduled and self.penalty_schedule is not None:
             self._add_scheduled_penalty(lambda: self.penalty(weights), training)
-        return self.forward(x, weights, training)
+        return self.math(x, weights, training)
 
     # -- (b) effective weights and (c) exact values --------------------------
 

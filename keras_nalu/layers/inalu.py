@@ -210,7 +210,7 @@ class INALU(NAC):
         )
         return total / len(names)
 
-    def forward(
+    def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
         w = self.effective_weights(weights)

@@ -157,7 +157,7 @@ class NAC(ArithmeticUnit):
             m_hat.assign(np.full(target.shape, SATURATION, m_hat.dtype))
         super().set_effective_weights(rest)
 
-    def forward(
+    def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
         return nalu_ops.nac(x, self.effective_weights(weights)["kernel"])

@@ -157,7 +157,7 @@ class NALU(NAC):
         effective = self.effective_weights()
         return effective.get("mul_kernel", effective["kernel"])
 
-    def forward(
+    def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
         w = self.effective_weights(weights)

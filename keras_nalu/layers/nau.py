@@ -112,7 +112,7 @@ class NAU(SparseUnit):
 
     linear = True
 
-    def forward(
+    def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
         w = self.effective_weights(weights)["kernel"]

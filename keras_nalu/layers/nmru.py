@@ -101,7 +101,7 @@ class NMRU(NMU):
         self.epsilon = _validation.positive_float("epsilon", epsilon)
         self.sign_retrieval = _validation.boolean("sign_retrieval", sign_retrieval)
 
-    def forward(
+    def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
         w = self.effective_weights(weights)["kernel"]

@@ -92,7 +92,7 @@ class NMU(SparseUnit):
         )
         compute_in_float32(self)
 
-    def forward(
+    def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
         return nalu_ops.nmu(x, self.effective_weights(weights)["kernel"])

@@ -161,7 +161,7 @@ class RealNPU(SparseUnit):
             effective["gate"] = nalu_ops.clip_weight(weights["gate"], 0.0, 1.0)
         return effective
 
-    def forward(
+    def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
         w = self.effective_weights(weights)

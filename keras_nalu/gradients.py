@@ -1,11 +1,17 @@
-"""Gradients and compilation of plain functions on the Keras backend, for the
-seed-batched engine of the research harness and the tests of the units'
-gradients (Keras has no backend-neutral `value_and_grad`)."""
+"""Gradients and compilation of plain functions on the Keras backend.
+
+Keras has no backend-neutral `value_and_grad`; the seed-batched engine of the
+research harness trains through these, and the tests of the units' gradients
+take them with them.
+"""
+
+from collections.abc import Callable
+from typing import Any
 
 import keras
 
 
-def value_and_grad(fn):
+def value_and_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn(params, *args) -> (fn(...), d fn / d params)` on the Keras backend:
     `params` a list of tensors, `fn` returning a scalar."""
     backend = keras.backend.backend()
@@ -39,7 +45,7 @@ def value_and_grad(fn):
     return tf_value_and_grad
 
 
-def compiled(fn):
+def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` compiled by the backend: `jax.jit`, `tf.function` with XLA, or
     as is on torch (eager)."""
     backend = keras.backend.backend()

@@ -17,6 +17,9 @@ layer contributes, with `W` its effective weights:
   `r_i = g_i |h_i| + 1 - g_i` and `k_i = g_i [h_i < 0]`; once every `W_ij`
   is -1, 0 or 1 and every gate 0 or 1, simply `prod_i h_i^(W_ij g_i)` (its
   `epsilon` and exponent cap are left out).
+- `NPU`: the `RealNPU`'s where its imaginary exponents are 0, else
+  `exp(sum_i W_ij log r_i - pi V_ij k_i) * cos(sum_i V_ij log r_i + pi W_ij k_i)`
+  with `V` the imaginary exponents.
 - `NALU`: `g * a + (1 - g) * m` with `a` the NAC above,
   `m = prod_i |h_i|^W_ij` (the layer's `epsilon` inside the logarithm is left
   out) and `g = sigmoid(h @ G)`; given inputs `x`, a gate that is open (or

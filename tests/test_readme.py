@@ -67,3 +67,18 @@ def test_the_docs_home_page_code_runs_as_printed(tmp_path):
     done = run_blocks([block], tmp_path)
     claimed = re.search(r"# (\[\[\d+\.\]\]), exact", block).group(1)
     assert done.stdout.strip().splitlines()[-1] == claimed
+
+
+def test_the_writing_a_unit_page_runs_as_printed(tmp_path):
+    """docs/writing-a-unit.md: a unit defined outside the package trains,
+    reads as its formula, snaps, reloads and trains in the seed-batched
+    engine, with no change inside the package."""
+    page = README.parent / "docs" / "writing-a-unit.md"
+    done = run_blocks(python_blocks(page.read_text(encoding="utf-8")), tmp_path)
+    assert done.stdout.splitlines() == [
+        "['y0 = a**2*b']",
+        "['y0 = a**2*b']",
+        "True",
+        "Power",
+        "2",
+    ], done.stdout

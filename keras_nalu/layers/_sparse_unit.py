@@ -50,7 +50,7 @@ class SparseUnit(ArithmeticUnit):
     ) -> None:
         super().__init__(**kwargs)
         self.units = _validation.positive_int("units", units)
-        self._set_schedule(
+        self.set_penalty_schedule(
             regularization_strength, regularization_start, regularization_end
         )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -69,7 +69,7 @@ class SparseUnit(ArithmeticUnit):
             constraint=ClipAfter(self.low, self.high, self.kernel_constraint),
         )
         if self._scheduled:
-            self._build_schedule()
+            self.build_penalty_schedule()
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
 
     def effective_weights(
@@ -89,7 +89,7 @@ class SparseUnit(ArithmeticUnit):
     def get_config(self):
         config = {
             "units": self.units,
-            **self._schedule_config(),
+            **self.penalty_schedule_config(),
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
             "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),

@@ -68,8 +68,8 @@ class ArithmeticUnit(keras.layers.Layer):
       inputs' expressions `h`.
     - optionally `penalty(weights)`, a penalty per copy, added to the loss
       with the weight `strength * ramp(step, start, end)` of its schedule
-      (`_set_schedule(strength, start, end)` in `__init__` sets it and
-      `_build_schedule()` in `build` creates the step counter, a
+      (`set_penalty_schedule(strength, start, end)` in `__init__` sets it and
+      `build_penalty_schedule()` in `build` creates the step counter, a
       non-trainable weight saved with the model, so the schedule works in
       `model.fit`, in custom loops and across resumed runs), and
       `linear = True` when the unit computes
@@ -208,7 +208,7 @@ class ArithmeticUnit(keras.layers.Layer):
             self.regularization_end,
         )
 
-    def _set_schedule(self, strength, start, end):
+    def set_penalty_schedule(self, strength: float, start: int, end: int) -> None:
         """Sets `regularization_strength`, `regularization_start` and
         `regularization_end`, validated."""
         self.regularization_strength = _validation.non_negative_float(
@@ -227,7 +227,7 @@ class ArithmeticUnit(keras.layers.Layer):
                 f"Received: regularization_end={end!r}"
             )
 
-    def _build_schedule(self):
+    def build_penalty_schedule(self) -> None:
         """Creates the step counter, `regularization_step` (call in `build`)."""
         self.regularization_step = self.add_weight(
             name="regularization_step",
@@ -255,7 +255,8 @@ class ArithmeticUnit(keras.layers.Layer):
         if self.regularization_strength > 0:
             self.add_loss(self.regularization_weight * ops.cast(penalty(), "float32"))
 
-    def _schedule_config(self):
+    def penalty_schedule_config(self) -> dict[str, Any]:
+        """The schedule's three constructor arguments, for `get_config`."""
         return {
             "regularization_strength": self.regularization_strength,
             "regularization_start": self.regularization_start,

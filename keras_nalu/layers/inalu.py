@@ -136,7 +136,7 @@ class INALU(NAC):
         )
         self.epsilon = _validation.positive_float("epsilon", epsilon)
         self.max_exponent = _validation.positive_float("max_exponent", max_exponent)
-        self._set_schedule(
+        self.set_penalty_schedule(
             regularization_strength, regularization_start, regularization_end
         )
         self.regularization_threshold = _validation.positive_float(
@@ -169,7 +169,7 @@ class INALU(NAC):
             regularizer=self.gate_regularizer,
             constraint=self.gate_constraint,
         )
-        self._build_schedule()
+        self.build_penalty_schedule()
 
     exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
         **NAC.exact_values,
@@ -236,7 +236,7 @@ class INALU(NAC):
         config = {
             "epsilon": self.epsilon,
             "max_exponent": self.max_exponent,
-            **self._schedule_config(),
+            **self.penalty_schedule_config(),
             "regularization_threshold": self.regularization_threshold,
             **self._weight_arguments_config("mul_w_hat", "mul_m_hat", "gate"),
         }

@@ -169,7 +169,7 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
 
     def get_config(self):
         config = super().get_config()
-        for name in self._schedule_config():
+        for name in self.penalty_schedule_config():
             del config[name]
         config["diagonal_state"] = self.diagonal_state
         config["recurrent_regularizer"] = keras.regularizers.serialize(

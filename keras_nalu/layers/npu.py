@@ -1,4 +1,4 @@
-"""The neural power unit (Heim, Rätsch & Maschler, 2020), complex weights and all."""
+"""The neural power unit (Heim, Pevný & Šmídl, 2020), complex weights and all."""
 
 from typing import Any, ClassVar
 
@@ -17,7 +17,7 @@ from keras_nalu.layers.real_npu import HALF_OPEN, RealNPU
 class NPU(RealNPU):
     """Neural power unit: products, ratios and roots of inputs of any sign.
 
-    Heim, Rätsch & Maschler's NPU raises its inputs, as complex numbers, to
+    Heim, Pevný & Šmídl's NPU raises its inputs, as complex numbers, to
     complex powers `W = W_re + i W_im` and keeps the real part:
     `log x = log r + i pi k` with `r = g |x| + 1 - g` and `k = g [x < 0]`
     (the relevance gate `g` of the `RealNPU`), and
@@ -92,7 +92,7 @@ class NPU(RealNPU):
     [[-1.5]]
 
     Reference:
-        Heim, Rätsch & Maschler, 2020, "Neural Power Units", NeurIPS,
+        Heim, Pevný & Šmídl, 2020, "Neural Power Units", NeurIPS,
         https://arxiv.org/abs/2006.01681
     """
 

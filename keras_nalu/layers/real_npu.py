@@ -29,7 +29,7 @@ class RealNPU(SparseUnit):
     input off (`r_i = 1`); `gated=False` leaves every gate open and has no
     gate weight.
 
-    Heim, Rätsch & Maschler's RealNPU (2020), with two changes that make it a
+    Heim, Pevný & Šmídl's RealNPU (2020), with two changes that make it a
     member of the NAU family: `W` is clipped to `[-1, 1]` (as Mistry et al.'s
     `npu_clip`), and the NAU's sparsity penalty `mean(min(|W|, 1 - |W|))` (plus
     `mean(min(g, 1 - g))` of the gate) on the NAU's schedule replaces their
@@ -94,7 +94,7 @@ class RealNPU(SparseUnit):
     [[-1.5]]
 
     Reference:
-        Heim, Rätsch & Maschler, 2020, "Neural Power Units", NeurIPS,
+        Heim, Pevný & Šmídl, 2020, "Neural Power Units", NeurIPS,
         https://arxiv.org/abs/2006.01681
     """
 

@@ -65,6 +65,7 @@ from nalu_research.seed_batched import (  # noqa: E402
     StaticBenchmark,
     model_name,
     unit_class,
+    unit_kinds,
 )
 from nalu_research.tasks import (  # noqa: E402
     MADSEN_JOHANSEN_SOLVED_BY,
@@ -98,6 +99,36 @@ SIGNED = {
     "interpolation_range": (-2.0, 2.0),
     "extrapolation_range": ((-6.0, -2.0), (2.0, 6.0)),
 }
+# --two-inputs: the simple task of Heim et al.'s NPU paper, a = x_0 and b = x_1
+# (slices of one input, no overlap), trained on their U[0.1, 2] and
+# extrapolated to U[2, 4]; with --signed on U[-2, 2] and U[-4, -2] u U[2, 4].
+TWO_INPUTS = {
+    "input_size": 2,
+    "subset_ratio": 0.5,
+    "overlap_ratio": 0.0,
+    "interpolation_range": (0.1, 2.0),
+    "extrapolation_range": (2.0, 4.0),
+}
+TWO_INPUTS_SIGNED = {
+    **TWO_INPUTS,
+    "interpolation_range": (-2.0, 2.0),
+    "extrapolation_range": ((-4.0, -2.0), (2.0, 4.0)),
+}
+
+
+def task_arguments(args):
+    """The `StaticArithmetic` arguments of `--signed` and `--two-inputs`."""
+    if args.two_inputs:
+        return TWO_INPUTS_SIGNED if args.signed else TWO_INPUTS
+    return SIGNED if args.signed else {}
+
+
+def display_name(model):
+    """The model's name in tables: `NAMES`, or its units' class names."""
+    if model in NAMES:
+        return NAMES[model]
+    kinds = unit_kinds(model)
+    return model if kinds is None else "-".join(unit_class(k).__name__ for k in kinds)
 
 
 def parse_args(argv=None):
@@ -158,6 +189,12 @@ def parse_args(argv=None):
         help="train on U[-2, 2], extrapolate on U[-6, -2] u U[2, 6]",
     )
     parser.add_argument(
+        "--two-inputs",
+        action="store_true",
+        help="Heim et al.'s simple task: a = x_0, b = x_1, train on U[0.1, 2], "
+        "extrapolate on U[2, 4] (with --signed: U[-2, 2], U[-4, -2] u U[2, 4])",
+    )
+    parser.add_argument(
         "--json",
         type=output_file_name,
         help="default results/arithmetic_benchmark[_signed].json",
@@ -178,12 +215,14 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.from_json:
         saved = load_saved(args.from_json, parser)
-        for name in ("operations", "models", "seeds", "iterations", "signed"):
+        for name in ("operations", "models", "seeds", "iterations", "signed",
+                     "two_inputs"):  # fmt: skip
             setattr(args, name, saved["arguments"][name])
         args.saved = saved
         args.png = args.png or "results/arithmetic_benchmark_from_json.png"
         return args
     stem = "results/arithmetic_benchmark" + ("_signed" if args.signed else "")
+    stem += "_two_inputs" if args.two_inputs else ""
     args.json = args.json or f"{stem}.json"
     args.png = str(png_path(args))
     if args.nmu_center is not None and not 0.25 <= args.nmu_center <= 0.75:
@@ -236,11 +275,12 @@ def load_saved(paths, parser):
     for path in paths:
         saved = json.loads(Path(path).read_text())
         saved["arguments"].setdefault("signed", False)
+        saved["arguments"].setdefault("two_inputs", False)
         if merged is None:
             merged = saved
             continue
         ours, theirs = merged["arguments"], saved["arguments"]
-        for name in ("seeds", "iterations", "signed"):
+        for name in ("seeds", "iterations", "signed", "two_inputs"):
             if ours[name] != theirs[name]:
                 parser.error(
                     f"--from-json files differ in {name}: {ours[name]} in "
@@ -284,7 +324,7 @@ def tables(results, args):
     def table(title, cell_of):
         lines = ["", title, ""]
         lines.append(
-            "| op | " + " | ".join(NAMES.get(m, m) for m in args.models) + " |"
+            "| op | " + " | ".join(display_name(m) for m in args.models) + " |"
         )
         lines.append("|---" * (len(args.models) + 1) + "|")
         for op in args.operations:
@@ -294,7 +334,8 @@ def tables(results, args):
 
     def paper_scale(split, index):
         def cell_of(runs, op, model):
-            paper = None if args.signed else PAPER_TABLE_1.get(model, {}).get(op)
+            paper = PAPER_TABLE_1.get(model, {}).get(op)
+            paper = None if args.signed or args.two_inputs else paper
             ours = cell(np.median([r[f"{split}_paper"] for r in runs]))
             return ours + (f" ({paper[index]})" if paper else "")
 
@@ -344,7 +385,7 @@ def tables(results, args):
                 + (f" ({theirs[n]:.2f})" if n in theirs else "")
                 for n in marks
             ]
-            name = f"{NAMES.get(model, model)}, {SYMBOLS[op]}"
+            name = f"{display_name(model)}, {SYMBOLS[op]}"
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
@@ -361,6 +402,13 @@ def solved_by(runs, iteration):
     ]))  # fmt: skip
 
 
+def _sum_of(inputs):
+    """`x3` or `x53 + ... + x77`: the inputs of a slice."""
+    if inputs.stop - inputs.start == 1:
+        return f"x{inputs.start}"
+    return f"x{inputs.start} + ... + x{inputs.stop - 1}"
+
+
 def formula_lines(results, args):
     """Per model and operation: how many runs snapped to exact weights that
     were verified, and the first such run's formula beside its task."""
@@ -371,15 +419,14 @@ def formula_lines(results, args):
             exact = [r for r in runs if r.get("formula")]
             if not runs or "formula" not in runs[0]:
                 continue
-            name = f"{NAMES.get(model, model)}, {SYMBOLS[op]}"
+            name = f"{display_name(model)}, {SYMBOLS[op]}"
             line = f"- {name}: {len(exact)}/{len(runs)} snapped"
             if exact:
-                task = StaticArithmetic(op, seed=exact[0]["seed"])
-                a, b = task.a_slice, task.b_slice
+                seed = exact[0]["seed"]
+                task = StaticArithmetic(op, seed=seed, **task_arguments(args))
                 line += (
-                    f"; seed {exact[0]['seed']} (a = x{a.start} + ... + "
-                    f"x{a.stop - 1}, b = x{b.start} + ... + x{b.stop - 1}): "
-                    f"`{exact[0]['formula']}`"
+                    f"; seed {exact[0]['seed']} (a = {_sum_of(task.a_slice)}, "
+                    f"b = {_sum_of(task.b_slice)}): `{exact[0]['formula']}`"
                 )
             lines.append(line)
     if lines:
@@ -401,13 +448,14 @@ def plot(results, args):
             for op in args.operations
         )
         x = np.arange(len(args.operations)) + j * width
-        ax.bar(x, rates, width, yerr=errors, capsize=2, label=NAMES.get(m, m))
+        ax.bar(x, rates, width, yerr=errors, capsize=2, label=display_name(m))
     ax.set_xticks(np.arange(len(args.operations)) + width * (len(args.models) - 1) / 2)
     ax.set_xticklabels([SYMBOLS[op] for op in args.operations])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate")
     ax.set_title(
-        f"Static task{' (signed inputs)' if args.signed else ''}, {args.seeds} "
+        f"Static task{' (signed inputs)' if args.signed else ''}"
+        f"{', two inputs' if args.two_inputs else ''}, {args.seeds} "
         f"seeds, {args.iterations} iterations (strict criterion, Wilson 95%)",
         fontsize=9,
     )
@@ -422,7 +470,7 @@ def plot(results, args):
             runs = [r for r in results if r["model"] == m and r["operation"] == op]
             if not any(r["solved_at"] is not None for r in runs):
                 continue
-            label = f"{NAMES.get(m, m)} {SYMBOLS[op]}"
+            label = f"{display_name(m)} {SYMBOLS[op]}"
             (line,) = curve.step(steps, [solved_by(runs, n) for n in steps],
                                  where="post", label=label)  # fmt: skip
             theirs = MADSEN_JOHANSEN_SOLVED_BY.get(m, {}).get(op, {})
@@ -445,7 +493,7 @@ def report(results, speed, seconds, args):
     print("\n".join(tables(results, args) + formula_lines(results, args)))
     print(
         "\nms per run-iteration (batch 128, all runs of a model in one program): "
-        + ", ".join(f"{NAMES.get(m, m)} {v:.4f}" for m, v in speed.items())
+        + ", ".join(f"{display_name(m)} {v:.4f}" for m, v in speed.items())
     )
     print(f"Wall time: {seconds:.0f} s.")
     plot(results, args)
@@ -492,10 +540,10 @@ def main(argv=None):
             clipnorm=args.clipnorm,
             adam_epsilon=args.adam_epsilon,
             layer_options=args.layer_options,
-            **(SIGNED if args.signed else {}),
+            **task_arguments(args),
         )
         print(
-            f"{NAMES.get(model, model)}: {len(bench.runs)} runs "
+            f"{display_name(model)}: {len(bench.runs)} runs "
             f"({len(args.operations)} operations x {len(seeds)} seeds"
             + (f" of {args.seeds}, worker {worker} of {workers}" if workers > 1 else "")
             + f"), {args.iterations} iterations",

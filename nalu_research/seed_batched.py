@@ -166,9 +166,24 @@ def layer_defaults(kind):
 def layer_settings(kind, options=None):
     """The unbuilt unit of the name `kind` whose math the engine applies: the
     layer's defaults (`layer_defaults`), changed by `options[kind]`, a dict of
-    constructor arguments (e.g. `{"nmru": {"sign_retrieval": True}}`)."""
+    constructor arguments (e.g. `{"nmru": {"sign_retrieval": True}}`).
+
+    Built once per kind and arguments (JSON ones; cached): the layer
+    validates its arguments then, and every later use reads the same layer.
+    """
     changes = (options or {}).get(kind)
-    return unit_class(kind)(1, **changes) if changes else layer_defaults(kind)
+    if not changes:
+        return layer_defaults(kind)
+    try:
+        key = json.dumps(changes, sort_keys=True)
+    except TypeError:  # e.g. an initializer object: built on every call
+        return unit_class(kind)(1, **changes)
+    return _configured(kind, key)
+
+
+@functools.cache
+def _configured(kind, changes):
+    return unit_class(kind)(1, **json.loads(changes))
 
 
 def _check_options(options):
@@ -182,8 +197,8 @@ def _check_options(options):
             f"{{kind: {{argument: value}}}} with kinds of {tuple(LAYERS)}. "
             f"Received: layer_options={options!r}"
         )
-    for kind, changes in (options or {}).items():
-        unit_class(kind)(1, **changes)  # the layer validates its arguments
+    for kind in options or {}:
+        layer_settings(kind, options)  # the layer validates its arguments
     return options
 
 

@@ -661,6 +661,37 @@ def test_benchmark_layer_options_are_checked_at_parse_time(option, message, caps
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.research  # the benchmark's parser checks for matplotlib
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--learning-rate", "0"], "argument --learning-rate: expected a number > 0"),
+        (["--clipnorm", "-1"], "argument --clipnorm: expected a number > 0"),
+        (["--nmu-center", "0.9"], "argument --nmu-center: expected a number in"),
+        (["--seeds", "0"], "argument --seeds: expected a positive integer"),
+        (["--models", "nau-gru"], "argument --models: Received an invalid value"),
+    ],
+)
+def test_benchmark_arguments_are_checked_by_their_argparse_types(argv, message, capsys):
+    from nalu_research.experiments import arithmetic_benchmark
+
+    with pytest.raises(SystemExit):
+        arithmetic_benchmark.parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.research
+def test_a_layer_option_builds_its_layer_once_and_the_engine_reuses_it():
+    from nalu_research.experiments import arithmetic_benchmark
+
+    argv = ["--layer-option", "nmru", "sign_retrieval", "true"]
+    options = arithmetic_benchmark.parse_args(argv).layer_options
+    assert options == {"nmru": {"sign_retrieval": True}}
+    layer = seed_batched.layer_settings("nmru", options)
+    assert layer.sign_retrieval
+    assert seed_batched.layer_settings("nmru", options) is layer
+
+
 @pytest.mark.research
 def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
     from nalu_research.cli import learning_rate

@@ -30,6 +30,7 @@ the runs of a model are one batched graph that already uses every core, so
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -41,7 +42,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from keras_nalu.training import Progress  # noqa: E402
-from nalu_research.cli import (  # noqa: E402  # noqa: E402
+from nalu_research.cli import (  # noqa: E402
     add_backend_argument,
     add_learning_rate_drop_argument,
     add_schedule_argument,
@@ -49,6 +50,8 @@ from nalu_research.cli import (  # noqa: E402  # noqa: E402
     create_strategy,
     gather_json,
     learning_rate,
+    positive_float,
+    positive_int,
     worker_index,
 )
 from nalu_research.monitoring import (  # noqa: E402
@@ -63,6 +66,7 @@ from nalu_research.seed_batched import (  # noqa: E402
     LAYERS,
     MODELS,
     StaticBenchmark,
+    layer_settings,
     model_name,
     unit_class,
     unit_kinds,
@@ -141,23 +145,26 @@ def parse_args(argv=None):
         metavar="MODEL",
         help=f"of {', '.join(MODELS)}, or 'nau-npu', 'single-npu', ... of any units",
     )
-    parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 25)")
-    parser.add_argument("--iterations", type=int, help="default 50,000")
-    parser.add_argument("--eval-every", type=int, default=1000)
-    parser.add_argument("--eval-size", type=int, default=10_000)
+    parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 25)")
+    parser.add_argument("--iterations", type=positive_int, help="default 50,000")
+    parser.add_argument("--eval-every", type=positive_int, default=1000)
+    parser.add_argument("--eval-size", type=positive_int, default=10_000)
     parser.add_argument(
         "--quick",
         action="store_true",
         help="all operations; Linear, ReLU6, NAC, NALU; 5 seeds; 20,000 iterations",
     )
     parser.add_argument(
-        "--learning-rate", type=float, default=1e-3, help="Adam's (default 1e-3)"
+        "--learning-rate",
+        type=positive_float,
+        default=1e-3,
+        help="Adam's (default 1e-3)",
     )
     add_learning_rate_drop_argument(parser)
     parser.add_argument(
         "--layer-option",
         nargs=3,
-        action="append",
+        action=_LayerOption,
         metavar=("KIND", "ARGUMENT", "VALUE"),
         help="a constructor argument of the layers of one kind (nau, nmu, "
         "nmru, ...), VALUE as JSON; repeatable, e.g. --layer-option nau "
@@ -165,13 +172,13 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--clipnorm",
-        type=float,
+        type=positive_float,
         help="bound each run's gradient norm, as PyTorch's clip_grad_norm_ "
         "(default: none)",
     )
     parser.add_argument(
         "--adam-epsilon",
-        type=float,
+        type=positive_float,
         help="Adam's epsilon (default: Keras's, 1e-7; PyTorch's is 1e-8)",
     )
     add_schedule_argument(
@@ -179,7 +186,7 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--nmu-center",
-        type=float,
+        type=_nmu_center,
         help="center of the NMU/NMRU initial weights (default: the layers' "
         "initializer, M&J's 0.5)",
     )
@@ -204,6 +211,7 @@ def parse_args(argv=None):
         type=output_file_name,
         help="default: beside --json, with the suffix .png",
     )
+    parser.set_defaults(layer_options=None)
     add_training_arguments(parser, "arithmetic_benchmark")
     add_backend_argument(parser, "arithmetic_benchmark")
     parser.add_argument(
@@ -225,48 +233,55 @@ def parse_args(argv=None):
     stem += "_two_inputs" if args.two_inputs else ""
     args.json = args.json or f"{stem}.json"
     args.png = str(png_path(args))
-    if args.nmu_center is not None and not 0.25 <= args.nmu_center <= 0.75:
-        parser.error("--nmu-center must be in [0.25, 0.75]")
-    if not args.learning_rate > 0:
-        parser.error("--learning-rate must be a positive number")
-    for name in ("clipnorm", "adam_epsilon"):
-        if getattr(args, name) is not None and not getattr(args, name) > 0:
-            parser.error(f"--{name.replace('_', '-')} must be a positive number")
-    args.layer_options = layer_options(args.layer_option, parser)
     defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in ("seeds", "iterations", "eval_every", "eval_size"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     return args
 
 
-def layer_options(triples, parser):
-    """`{kind: {argument: value}}` of `--layer-option` (None without any)."""
-    if not triples:
-        return None
-    options = {}
-    for kind, argument, value in triples:
+def _nmu_center(text):
+    """`--nmu-center`: a number in [0.25, 0.75] (an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.25 <= value <= 0.75:
+        raise argparse.ArgumentTypeError(
+            f"expected a number in [0.25, 0.75], got {text!r}"
+        )
+    return value
+
+
+class _LayerOption(argparse.Action):
+    """`--layer-option KIND ARGUMENT VALUE`, checked as it is parsed: a unit
+    of the engine, VALUE as JSON, an argument the layer accepts (the layer is
+    built then, once: the engine reuses it, `seed_batched.layer_settings`).
+    Gathered into `args.layer_options`, `{kind: {argument: value}}`; the
+    triples stay in `args.layer_option`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        kind, argument, value = values
         if unit_class(kind) is None:
             parser.error(
                 f"--layer-option: unknown layer kind {kind!r}, expected one of "
-                f"{', '.join(LAYERS)}"
+                f"{', '.join(LAYERS)} or a registered 'package>Name'"
             )
         try:
-            options.setdefault(kind, {})[argument] = json.loads(value)
+            parsed = json.loads(value)
         except json.JSONDecodeError:
             parser.error(
                 f"--layer-option {kind} {argument}: VALUE must be JSON (true, "
                 f'1e-3, "name"), got {value!r}'
             )
-    try:
-        for kind, changes in options.items():
-            unit_class(kind)(1, **changes)
-    except (TypeError, ValueError) as error:
-        parser.error(f"--layer-option: {error}")
-    return options
+        options = dict(namespace.layer_options or {})
+        options[kind] = {**options.get(kind, {}), argument: parsed}
+        try:
+            layer_settings(kind, options)
+        except (TypeError, ValueError) as error:
+            parser.error(f"--layer-option: {error}")
+        namespace.layer_options = options
+        namespace.layer_option = [*(namespace.layer_option or []), list(values)]
 
 
 def load_saved(paths, parser):

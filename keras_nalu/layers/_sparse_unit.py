@@ -8,7 +8,6 @@ import keras
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
-from keras_nalu.layers._regularization import ClipAfter
 from keras_nalu.layers.arithmetic_unit import ArithmeticUnit
 
 # Ours, not Madsen & Johansen's: no penalty for 20,000 steps, then ramped up to
@@ -53,20 +52,18 @@ class SparseUnit(ArithmeticUnit):
         self.set_penalty_schedule(
             regularization_strength, regularization_start, regularization_end
         )
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self._set_weight_arguments(
+            kernel=(kernel_initializer, kernel_regularizer, kernel_constraint)
+        )
 
     def build(self, input_shape):
         input_dim = _validation.feature_dim(self, input_shape)
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(self._rows_per_input * input_dim, self.units),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            # The stored weight is clipped after every update, as M&J do, so
-            # it never drifts where the clipped forward pass has no gradient.
-            constraint=ClipAfter(self.low, self.high, self.kernel_constraint),
+        # The stored weight is clipped after every update, as M&J do, so it
+        # never drifts where the clipped forward pass has no gradient.
+        self.kernel = self._add_weight_from_arguments(
+            "kernel",
+            (self._rows_per_input * input_dim, self.units),
+            bounds=(self.low, self.high),
         )
         if self._scheduled:
             self.build_penalty_schedule()
@@ -90,8 +87,6 @@ class SparseUnit(ArithmeticUnit):
         config = {
             "units": self.units,
             **self.penalty_schedule_config(),
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-            "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-            "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            **self._weight_arguments_config("kernel"),
         }
         return {**super().get_config(), **config}

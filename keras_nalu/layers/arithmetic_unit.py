@@ -33,6 +33,7 @@ from keras import ops
 from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
 from keras_nalu._types import Tensor
+from keras_nalu.layers._regularization import ClipAfter
 
 # tanh(40) and sigmoid(40) round to exactly 1 in float32 and in float64: a
 # latent weight set to +-SATURATION gives an exact effective weight.
@@ -91,6 +92,45 @@ class ArithmeticUnit(keras.layers.Layer):
     def __init__(self, **kwargs: Any) -> None:
         """Args: base layer keyword arguments, such as `name` and `dtype`."""
         super().__init__(**kwargs)
+
+    # Each weight `name` has the arguments `{name}_initializer`,
+    # `{name}_regularizer` and `{name}_constraint`; these helpers set them,
+    # create the weight from them and serialize them.
+    _KINDS = (
+        ("initializer", keras.initializers),
+        ("regularizer", keras.regularizers),
+        ("constraint", keras.constraints),
+    )
+
+    def _set_weight_arguments(self, **arguments):
+        for name, values in arguments.items():
+            for (kind, module), value in zip(self._KINDS, values, strict=True):
+                setattr(self, f"{name}_{kind}", module.get(value))
+
+    def _add_weight_from_arguments(self, name, shape, arguments=None, bounds=None):
+        """Adds weight `name` of `shape`, set up by the arguments
+        `{arguments}_initializer` etc. (`arguments` defaults to `name`); with
+        `bounds = (low, high)` it is clipped to them after its constraint, after
+        every update."""
+        arguments = arguments or name
+        constraint = getattr(self, f"{arguments}_constraint")
+        if bounds is not None:
+            constraint = ClipAfter(*bounds, constraint)
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=getattr(self, f"{arguments}_initializer"),
+            regularizer=getattr(self, f"{arguments}_regularizer"),
+            constraint=constraint,
+        )
+
+    def _weight_arguments_config(self, *names):
+        """`{f"{name}_initializer": ..., ...}`, serialized, for `get_config`."""
+        return {
+            f"{name}_{kind}": module.serialize(getattr(self, f"{name}_{kind}"))
+            for kind, module in self._KINDS
+            for name in names
+        }
 
     # -- (a) the math -------------------------------------------------------
 

@@ -160,15 +160,10 @@ class INALU(NAC):
     def build(self, input_shape):
         super().build(input_shape)
         input_dim = self.w_hat.shape[0]
-        self.mul_w_hat = self._add_weight_from_arguments("mul_w_hat", input_dim)
-        self.mul_m_hat = self._add_weight_from_arguments("mul_m_hat", input_dim)
-        self.gate = self.add_weight(
-            name="gate",
-            shape=(self.units,),
-            initializer=self.gate_initializer,
-            regularizer=self.gate_regularizer,
-            constraint=self.gate_constraint,
-        )
+        shape = (input_dim, self.units)
+        self.mul_w_hat = self._add_weight_from_arguments("mul_w_hat", shape)
+        self.mul_m_hat = self._add_weight_from_arguments("mul_m_hat", shape)
+        self.gate = self._add_weight_from_arguments("gate", (self.units,))
         self.build_penalty_schedule()
 
     exact_values: ClassVar[dict[str, tuple[float, ...]]] = {

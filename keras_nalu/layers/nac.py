@@ -82,44 +82,10 @@ class NAC(ArithmeticUnit):
             m_hat=(m_hat_initializer, m_hat_regularizer, m_hat_constraint),
         )
 
-    # Each weight `name` has the arguments `{name}_initializer`,
-    # `{name}_regularizer` and `{name}_constraint`; these helpers set them,
-    # create the weight from them and serialize them.
-    _KINDS = (
-        ("initializer", keras.initializers),
-        ("regularizer", keras.regularizers),
-        ("constraint", keras.constraints),
-    )
-
-    def _set_weight_arguments(self, **arguments):
-        for name, values in arguments.items():
-            for (kind, module), value in zip(self._KINDS, values, strict=True):
-                setattr(self, f"{name}_{kind}", module.get(value))
-
-    def _add_weight_from_arguments(self, name, input_dim, arguments=None):
-        """Adds weight `name` of shape `(input_dim, units)`, set up by the
-        arguments `{arguments}_initializer` etc. (`arguments` defaults to `name`).
-        """
-        arguments = arguments or name
-        return self.add_weight(
-            name=name,
-            shape=(input_dim, self.units),
-            initializer=getattr(self, f"{arguments}_initializer"),
-            regularizer=getattr(self, f"{arguments}_regularizer"),
-            constraint=getattr(self, f"{arguments}_constraint"),
-        )
-
-    def _weight_arguments_config(self, *names):
-        return {
-            f"{name}_{kind}": module.serialize(getattr(self, f"{name}_{kind}"))
-            for kind, module in self._KINDS
-            for name in names
-        }
-
     def build(self, input_shape):
         input_dim = _validation.feature_dim(self, input_shape)
-        self.w_hat = self._add_weight_from_arguments("w_hat", input_dim)
-        self.m_hat = self._add_weight_from_arguments("m_hat", input_dim)
+        self.w_hat = self._add_weight_from_arguments("w_hat", (input_dim, self.units))
+        self.m_hat = self._add_weight_from_arguments("m_hat", (input_dim, self.units))
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
 
     exact_values: ClassVar[dict[str, tuple[float, ...]]] = {

@@ -141,12 +141,13 @@ class NALU(NAC):
     def build(self, input_shape):
         super().build(input_shape)
         input_dim = self.w_hat.shape[0]
+        shape = (input_dim, self.units)
         self.gate_kernel = self._add_weight_from_arguments(
-            "gate_kernel", input_dim, arguments="gate"
+            "gate_kernel", shape, arguments="gate"
         )
         if not self.tied_weights:
-            self.mul_w_hat = self._add_weight_from_arguments("mul_w_hat", input_dim)
-            self.mul_m_hat = self._add_weight_from_arguments("mul_m_hat", input_dim)
+            self.mul_w_hat = self._add_weight_from_arguments("mul_w_hat", shape)
+            self.mul_m_hat = self._add_weight_from_arguments("mul_m_hat", shape)
 
     linear = False
 

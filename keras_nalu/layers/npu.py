@@ -8,7 +8,6 @@ from keras import ops
 
 from keras_nalu import ops as nalu_ops
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
-from keras_nalu.layers._regularization import ClipAfter
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from keras_nalu.layers.real_npu import HALF_OPEN, RealNPU
 
@@ -133,18 +132,18 @@ class NPU(RealNPU):
             gate_initializer=gate_initializer,
             **kwargs,
         )
-        self.imaginary_initializer = keras.initializers.get(imaginary_initializer)
-        self.imaginary_regularizer = keras.regularizers.get(imaginary_regularizer)
-        self.imaginary_constraint = keras.constraints.get(imaginary_constraint)
+        self._set_weight_arguments(
+            imaginary=(
+                imaginary_initializer,
+                imaginary_regularizer,
+                imaginary_constraint,
+            )
+        )
 
     def build(self, input_shape):
         super().build(input_shape)
-        self.imaginary_kernel = self.add_weight(
-            name="imaginary_kernel",
-            shape=self.kernel.shape,
-            initializer=self.imaginary_initializer,
-            regularizer=self.imaginary_regularizer,
-            constraint=ClipAfter(-1.0, 1.0, self.imaginary_constraint),
+        self.imaginary_kernel = self._add_weight_from_arguments(
+            "imaginary_kernel", self.kernel.shape, arguments="imaginary", bounds=(-1, 1)
         )
 
     def effective_weights(
@@ -207,15 +206,4 @@ class NPU(RealNPU):
         return out
 
     def get_config(self):
-        return {
-            **super().get_config(),
-            "imaginary_initializer": keras.initializers.serialize(
-                self.imaginary_initializer
-            ),
-            "imaginary_regularizer": keras.regularizers.serialize(
-                self.imaginary_regularizer
-            ),
-            "imaginary_constraint": keras.constraints.serialize(
-                self.imaginary_constraint
-            ),
-        }
+        return {**super().get_config(), **self._weight_arguments_config("imaginary")}

@@ -9,7 +9,6 @@ from keras_nalu import (
 from keras_nalu import ops as nalu_ops
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
-from keras_nalu.layers._regularization import ClipAfter
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE, SparseUnit
 
 # Heim et al.'s start: every relevance gate at 0.5.
@@ -126,17 +125,15 @@ class RealNPU(SparseUnit):
         self.gated = _validation.boolean("gated", gated)
         self.epsilon = _validation.positive_float("epsilon", epsilon)
         self.max_exponent = _validation.positive_float("max_exponent", max_exponent)
-        self.gate_initializer = keras.initializers.get(gate_initializer)
+        # The gate has an initializer argument only.
+        self._set_weight_arguments(gate=(gate_initializer, None, None))
         compute_in_float32(self)
 
     def build(self, input_shape):
         super().build(input_shape)
         if self.gated:
-            self.gate = self.add_weight(
-                name="gate",
-                shape=(_validation.feature_dim(self, input_shape),),
-                initializer=self.gate_initializer,
-                constraint=ClipAfter(0.0, 1.0),
+            self.gate = self._add_weight_from_arguments(
+                "gate", (_validation.feature_dim(self, input_shape),), bounds=(0, 1)
             )
 
     exact_values: ClassVar[dict[str, tuple[float, ...]]] = {

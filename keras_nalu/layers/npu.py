@@ -23,11 +23,11 @@ class NPU(RealNPU):
 
         y_j = exp(log r @ W_re - pi k @ W_im) * cos(log r @ W_im + pi k @ W_re).
 
-    With `W_im = 0` it is the `RealNPU`; the imaginary part is what the NPU
-    paper adds: a path through the complex plane between an exponent and
-    its neighbours, which lets a unit whose real exponent sits between 0
-    and 1 on a negative input still move toward the root or the product.
-    Where `W_re` is -1, 0 or 1, `W_im` is 0 and `g` is 0 or 1, the unit
+    With `W_im = 0` it is the `RealNPU`; the imaginary exponents are what
+    the NPU paper adds. With no negative input they get no gradient at 0
+    (their initial value), so there the NPU trains as the `RealNPU`; on
+    inputs of both signs it learned `a * b` where the `RealNPU` did not
+    (docs: NPU). Where `W_re` is -1, 0 or 1, `W_im` is 0 and `g` is 0 or 1, the unit
     computes `prod_i x_i^(W_ij g_i)` exactly, sign included.
 
     As in the `RealNPU` (and unlike Heim et al.'s L1 penalty on both parts),

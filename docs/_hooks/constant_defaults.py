@@ -3,8 +3,9 @@
 The signatures read defaults from the source, so `epsilon=DEFAULT_EPSILON`
 renders as `nalu_ops.DEFAULT_EPSILON` and a schedule's start as
 `DEFAULT_SCHEDULE['regularization_start']`, which tells a reader nothing.
-This extension evaluates such a default in its module (the library is
-imported, as mkdocstrings' own `Example:` sections need) and shows the
+This extension evaluates such a default in its module (imported; where it
+cannot be, as a harness module without the research extra, its defaults stay
+as written) and shows the
 number, string or boolean it is: `1e-07`, `20000`. Defaults that are not a
 plain value (an initializer's config dict) stay as written.
 """
@@ -33,7 +34,10 @@ class ConstantDefaults(griffe.Extension):
             except (ValueError, SyntaxError):
                 pass
             if module is None:
-                module = importlib.import_module(func.module.path)
+                try:
+                    module = importlib.import_module(func.module.path)
+                except Exception:  # noqa: BLE001 (e.g. a research dependency)
+                    return  # the defaults stay as written
             try:
                 value = eval(text, vars(module))  # noqa: S307 (our own source)
             except Exception:  # noqa: BLE001 (keep what is written)

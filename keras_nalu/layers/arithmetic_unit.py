@@ -51,12 +51,12 @@ class ArithmeticUnit(keras.layers.Layer):
     A subclass is a Keras layer that creates its weights in `build` and
     implements:
 
-    - `math(x, weights, training)`: its math on explicit weights (not named
-      `forward`: on the torch backend a Keras layer is a `torch.nn.Module`,
-      whose `forward` Keras calls), which
-      may carry leading axes of independent copies (then `x` has the same
+    - `math(x, weights, training)`: its math on explicit weights, which may
+      carry leading axes of independent copies (then `x` has the same
       leading axes before its batch axis); the layer's `call` is
-      `math(x, unit_weights(), training)`.
+      `math(x, unit_weights(), training)`. (Not named `forward`: on the
+      torch backend a Keras layer is a `torch.nn.Module`, whose `forward`
+      Keras calls.)
     - `effective_weights(weights)`: the weights its arithmetic applies
       (e.g. `clip(kernel, -1, 1)`, or `tanh(w_hat) * sigmoid(m_hat)`), by
       name.

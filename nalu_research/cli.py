@@ -27,6 +27,16 @@ def positive_int(text):
     return value
 
 
+def non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def positive_float(text):
     try:
         value = float(text)

@@ -669,6 +669,7 @@ def test_benchmark_layer_options_are_checked_at_parse_time(option, message, caps
         (["--clipnorm", "-1"], "argument --clipnorm: expected a number > 0"),
         (["--nmu-center", "0.9"], "argument --nmu-center: expected a number in"),
         (["--seeds", "0"], "argument --seeds: expected a positive integer"),
+        (["--first-seed", "-1"], "argument --first-seed: expected an integer >= 0"),
         (["--models", "nau-gru"], "argument --models: Received an invalid value"),
     ],
 )

@@ -50,6 +50,7 @@ from nalu_research.cli import (  # noqa: E402
     create_strategy,
     gather_json,
     learning_rate,
+    non_negative_int,
     positive_float,
     positive_int,
     worker_index,
@@ -146,6 +147,12 @@ def parse_args(argv=None):
         help=f"of {', '.join(MODELS)}, or 'nau-npu', 'single-npu', ... of any units",
     )
     parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 25)")
+    parser.add_argument(
+        "--first-seed",
+        type=non_negative_int,
+        default=0,
+        help="the seeds are FIRST_SEED .. FIRST_SEED + N - 1 (default 0)",
+    )
     parser.add_argument("--iterations", type=positive_int, help="default 50,000")
     parser.add_argument("--eval-every", type=positive_int, default=1000)
     parser.add_argument("--eval-size", type=positive_int, default=10_000)
@@ -223,8 +230,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.from_json:
         saved = load_saved(args.from_json, parser)
-        for name in ("operations", "models", "seeds", "iterations", "signed",
-                     "two_inputs"):  # fmt: skip
+        for name in ("operations", "models", "seeds", "first_seed", "iterations",
+                     "signed", "two_inputs"):  # fmt: skip
             setattr(args, name, saved["arguments"][name])
         args.saved = saved
         args.png = args.png or "results/arithmetic_benchmark_from_json.png"
@@ -291,11 +298,12 @@ def load_saved(paths, parser):
         saved = json.loads(Path(path).read_text())
         saved["arguments"].setdefault("signed", False)
         saved["arguments"].setdefault("two_inputs", False)
+        saved["arguments"].setdefault("first_seed", 0)
         if merged is None:
             merged = saved
             continue
         ours, theirs = merged["arguments"], saved["arguments"]
-        for name in ("seeds", "iterations", "signed", "two_inputs"):
+        for name in ("seeds", "first_seed", "iterations", "signed", "two_inputs"):
             if ours[name] != theirs[name]:
                 parser.error(
                     f"--from-json files differ in {name}: {ours[name]} in "
@@ -470,8 +478,9 @@ def plot(results, args):
     ax.set_ylabel("success rate")
     ax.set_title(
         f"Static task{' (signed inputs)' if args.signed else ''}"
-        f"{', two inputs' if args.two_inputs else ''}, {args.seeds} "
-        f"seeds, {args.iterations} iterations (strict criterion, Wilson 95%)",
+        f"{', two inputs' if args.two_inputs else ''}, {args.seeds} seeds"
+        f"{f' from {args.first_seed}' if args.first_seed else ''}, "
+        f"{args.iterations} iterations (strict criterion, Wilson 95%)",
         fontsize=9,
     )
     ax.legend(fontsize=8, ncol=len(args.models))
@@ -534,7 +543,8 @@ def main(argv=None):
         return
     strategy = create_strategy(args)
     worker, workers = worker_index(strategy)
-    seeds = range(worker, args.seeds, workers)  # this worker's share
+    # This worker's share of the seeds.
+    seeds = range(args.first_seed + worker, args.first_seed + args.seeds, workers)
     if not seeds:
         sys.exit(
             f"--seeds {args.seeds} leaves worker {worker} of {workers} no seed: "

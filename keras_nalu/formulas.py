@@ -122,7 +122,7 @@ def expressions(
             )
     assumptions = {"positive": True} if positive else {"real": True}
     h = [sympy.Symbol(name, **assumptions) for name in names]
-    return Writer(sympy, atol, digits).model(model, _Value(h, x)).h
+    return Writer(sympy, atol, digits)._model(model, _Value(h, x)).h
 
 
 def formulas(
@@ -188,33 +188,33 @@ class Writer:
     decided on data.
     """
 
-    def model(self, model: keras.Model, value: Any) -> Any:
+    def _model(self, model: keras.Model, value: Any) -> Any:
         """`model` applied to `value`, layer by layer along its graph."""
         if isinstance(model, keras.Sequential):
             for layer in model.layers:
-                value = self.operation(layer, value)
+                value = self._operation(layer, value)
             return value
         # Keras's own walk through a functional graph (as `Functional.call`
         # does), with each operation replaced by the reading of it.
         return model._run_through_graph(
-            [value], operation_fn=lambda op: functools.partial(self.operation, op)
+            [value], operation_fn=lambda op: functools.partial(self._operation, op)
         )
 
-    def operation(self, op: Any, *args: Any, **kwargs: Any) -> Any:
+    def _operation(self, op: Any, *args: Any, **kwargs: Any) -> Any:
         """One operation of a model applied to its arguments: a `_Value`, or
         a list of them for a merge layer."""
         if len(args) != 1 or not isinstance(op, (keras.Model, *MERGES, *LAYERS)):
             raise _unsupported(op)
         value = args[0]
         if isinstance(op, keras.Model):
-            return self.model(op, value)
+            return self._model(op, value)
         if isinstance(op, MERGES):
-            return self.merge(op, value)
+            return self._merge(op, value)
         x = value.x
-        h = self.layer(op, value.h, x)
+        h = self._layer(op, value.h, x)
         return _Value(h, None if x is None else keras.ops.convert_to_numpy(op(x)))
 
-    def merge(self, layer: keras.layers.Layer, values: list[Any]) -> Any:
+    def _merge(self, layer: keras.layers.Layer, values: list[Any]) -> Any:
         if isinstance(layer, keras.layers.Concatenate):
             if layer.axis not in (-1, len(layer.input[0].shape) - 1):
                 raise ValueError(
@@ -271,7 +271,7 @@ class Writer:
                 return self.sympy.Integer(0)
         return symbolic
 
-    def layer(self, layer: keras.layers.Layer, h: list[Any], x: Any) -> list[Any]:
+    def _layer(self, layer: keras.layers.Layer, h: list[Any], x: Any) -> list[Any]:
         sympy = self.sympy
         if isinstance(layer, ArithmeticUnit):
             return layer.expression(h, self, x)

@@ -99,6 +99,8 @@ def test_nau_cell_takes_no_schedule():
     cell = NAUCell(2)
     keras.layers.RNN(cell)(np.ones((1, 3, 2), "float32"))
     assert not hasattr(cell, "regularization_step")
+    assert cell.penalty_schedule is None
+    assert "regularization_start" not in cell.get_config()
     assert [w.name for w in cell.weights] == ["kernel"]
 
 

@@ -49,9 +49,10 @@ class SparseUnit(ArithmeticUnit):
     ) -> None:
         super().__init__(**kwargs)
         self.units = _validation.positive_int("units", units)
-        self.set_penalty_schedule(
-            regularization_strength, regularization_start, regularization_end
-        )
+        if self._scheduled:  # a recurrent cell has none (see `_scheduled`)
+            self.set_penalty_schedule(
+                regularization_strength, regularization_start, regularization_end
+            )
         self._set_weight_arguments(
             kernel=(kernel_initializer, kernel_regularizer, kernel_constraint)
         )
@@ -86,7 +87,7 @@ class SparseUnit(ArithmeticUnit):
     def get_config(self):
         config = {
             "units": self.units,
-            **self.penalty_schedule_config(),
+            **(self.penalty_schedule_config() if self._scheduled else {}),
             **self._weight_arguments_config("kernel"),
         }
         return {**super().get_config(), **config}

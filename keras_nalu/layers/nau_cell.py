@@ -8,6 +8,7 @@ from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._recurrent import RecurrentCellMixin
+from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from keras_nalu.layers.nau import NAU
 
 
@@ -109,11 +110,16 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
         diagonal_state: bool = False,
         **kwargs: Any,
     ) -> None:
+        schedule = sorted(set(kwargs) & set(DEFAULT_SCHEDULE))
+        if schedule:
+            raise TypeError(
+                f"NAUCell takes no penalty schedule ({', '.join(schedule)}): its "
+                "call runs inside the RNN's loop, where no step counter can "
+                "advance. Regularize its weights with kernel_regularizer and "
+                "recurrent_regularizer (e.g. keras_nalu.regularizers.Sparsity)."
+            )
         super().__init__(
             units,
-            regularization_strength=0.0,
-            regularization_start=0,
-            regularization_end=0,
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
             kernel_constraint=kernel_constraint,
@@ -169,8 +175,6 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
 
     def get_config(self):
         config = super().get_config()
-        for name in self.penalty_schedule_config():
-            del config[name]
         config["diagonal_state"] = self.diagonal_state
         config["recurrent_regularizer"] = keras.regularizers.serialize(
             self.recurrent_regularizer

@@ -13,6 +13,11 @@ use), so that `nalu_research.backends` can choose the backend first.
 """
 
 import importlib
+import os
+
+# TensorFlow's C++ logs: warnings and errors only, set once for every command
+# of the harness (before any experiment imports Keras or TensorFlow).
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 __all__ = ["layers"]
 

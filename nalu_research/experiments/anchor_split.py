@@ -21,28 +21,25 @@ ones stick. The as-drawn outcomes of the same seeds are those of
 
 import argparse
 import math
-import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
 
-import keras  # noqa: E402
-
-from keras_nalu.training import Progress, remove_checkpoint  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu.training import Progress, remove_checkpoint
+from nalu_research.cli import (
     add_backend_argument,
     positive_float,
     positive_int,
 )
-from nalu_research.monitoring import output_file, save_json  # noqa: E402
-from nalu_research.seed_batched import (  # noqa: E402
+from nalu_research.monitoring import output_file, save_json
+from nalu_research.seed_batched import (
     SMALL_SPLIT,
     StaticBenchmark,
     initial_splits,
     set_initial_splits,
 )
-from nalu_research.tasks import wilson_interval  # noqa: E402
+from nalu_research.tasks import wilson_interval
 
 # Seeds 0-49 on the tensorflow backend (docs/units_anchor_nmu.json): the 8 that
 # stay stuck to 5M iterations, all with |split| < SMALL_SPLIT, and the first 8

@@ -31,18 +31,15 @@ the runs of a model are one batched graph that already uses every core, so
 import argparse
 import json
 import math
-import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from keras_nalu.training import Progress  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu.training import Progress
+from nalu_research.cli import (
     add_backend_argument,
     add_learning_rate_drop_argument,
     add_schedule_argument,
@@ -55,7 +52,7 @@ from nalu_research.cli import (  # noqa: E402
     positive_int,
     worker_index,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     output_file_name,
     png_path,
     pyplot,
@@ -63,7 +60,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.seed_batched import (  # noqa: E402
+from nalu_research.seed_batched import (
     LAYERS,
     MODELS,
     StaticBenchmark,
@@ -72,7 +69,7 @@ from nalu_research.seed_batched import (  # noqa: E402
     unit_class,
     unit_kinds,
 )
-from nalu_research.tasks import (  # noqa: E402
+from nalu_research.tasks import (
     MADSEN_JOHANSEN_SOLVED_BY,
     OPERATIONS,
     PAPER_TABLE_1,

@@ -29,14 +29,12 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_nalu import NALU, NAU, NMU, export_saved_model  # noqa: E402
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu import NALU, NAU, NMU, export_saved_model
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     Shuffled,
     add_backend_argument,
@@ -49,7 +47,7 @@ from nalu_research.cli import (  # noqa: E402
     report,
     steps_per_execution,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     output_file,
     output_folder_name,

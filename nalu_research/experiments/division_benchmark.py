@@ -48,13 +48,11 @@ import shutil
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from keras_nalu import export_saved_model, snap_weights  # noqa: E402
-from keras_nalu.training import Progress  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu import export_saved_model, snap_weights
+from keras_nalu.training import Progress
+from nalu_research.cli import (
     add_backend_argument,
     add_schedule_argument,
     add_training_arguments,
@@ -62,7 +60,7 @@ from nalu_research.cli import (  # noqa: E402
     positive_float,
     positive_int,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     add_output_arguments,
     output_folder_name,
     png_path,
@@ -71,9 +69,9 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.seed_batched import StaticBenchmark  # noqa: E402
-from nalu_research.tasks import wilson_bars, wilson_interval  # noqa: E402
-from nalu_research.tasks.static_arithmetic import describe_range  # noqa: E402
+from nalu_research.seed_batched import StaticBenchmark
+from nalu_research.tasks import wilson_bars, wilson_interval
+from nalu_research.tasks.static_arithmetic import describe_range
 
 # Their nine (interpolation, extrapolation) ranges, in their order.
 RANGES = (

@@ -29,17 +29,14 @@ resumes from its checkpoints (`keras_nalu.training.fit`).
 
 import argparse
 import functools
-import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_nalu import INALU, snap_weights  # noqa: E402
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu import INALU, snap_weights
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
@@ -50,7 +47,7 @@ from nalu_research.cli import (  # noqa: E402
     report,
     steps_per_execution,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     png_path,
@@ -59,8 +56,8 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.seed_batched import LAYERS  # noqa: E402
-from nalu_research.tasks.first_contact import (  # noqa: E402
+from nalu_research.seed_batched import LAYERS
+from nalu_research.tasks.first_contact import (
     EXTRAPOLATION_RANGE,
     OPERATIONS,
     TRAIN_RANGES,

@@ -38,21 +38,18 @@ under `saved_models/` (`saved_models/grid_world_AGENT`).
 import argparse
 import json
 import math
-import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
 
-import gymnasium as gym  # noqa: E402
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from keras import ops  # noqa: E402
-
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research import _checks  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu.training import Progress, fit
+from nalu_research import _checks
+from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
@@ -62,8 +59,8 @@ from nalu_research.cli import (  # noqa: E402
     positive_int,
     report,
 )
-from nalu_research.layers import ImageSequenceEncoder, InstructedLSTMCell  # noqa: E402
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.layers import ImageSequenceEncoder, InstructedLSTMCell
+from nalu_research.monitoring import (
     add_output_arguments,
     png_path,
     pyplot,
@@ -71,7 +68,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks import grid_world  # noqa: E402
+from nalu_research.tasks import grid_world
 
 _register = keras.saving.register_keras_serializable(package="nalu_research")
 

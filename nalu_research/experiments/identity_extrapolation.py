@@ -40,19 +40,16 @@ results/identity_extrapolation.json), the Figure 1 plot beside it (`--png`).
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
+import tensorflow as tf
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
@@ -64,7 +61,7 @@ from nalu_research.cli import (  # noqa: E402
     steps_per_execution,
     stream_epochs,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     png_path,
@@ -73,7 +70,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks.identity import (  # noqa: E402
+from nalu_research.tasks.identity import (
     FIGURE_RANGE,
     MODELS,
     PAPER_TABLE_5,

@@ -44,14 +44,12 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_nalu import export_saved_model  # noqa: E402
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu import export_saved_model
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     adam_options,
     add_backend_argument,
@@ -69,7 +67,7 @@ from nalu_research.cli import (  # noqa: E402
     report,
     stream_epochs,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     output_folder_name,
@@ -79,7 +77,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks import mnist  # noqa: E402
+from nalu_research.tasks import mnist
 
 LENGTHS = (1, 10, 100, 1000)
 LEARNING_RATE = 1e-2

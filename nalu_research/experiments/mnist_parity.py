@@ -34,19 +34,16 @@ variant's name in `folder_name`'s form).
 """
 
 import argparse
-import os
 import re
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     Shuffled,
     add_backend_argument,
@@ -57,7 +54,7 @@ from nalu_research.cli import (  # noqa: E402
     positive_int,
     report,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     png_path,
@@ -66,7 +63,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks import mean_interval, mnist  # noqa: E402
+from nalu_research.tasks import mean_interval, mnist
 
 CANVAS_SIZE = {"mnist": 100, "digits": 28}  # about 3.6 digit widths, as 100/28
 

@@ -37,16 +37,13 @@ the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
 """
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
+import tensorflow as tf
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from keras_nalu import (  # noqa: E402
+from keras_nalu import (
     INALU,
     NAC,
     NALU,
@@ -56,9 +53,9 @@ from keras_nalu import (  # noqa: E402
     formulas,
     snap_weights,
 )
-from keras_nalu.losses import NormalizedMeanSquaredError  # noqa: E402
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu.losses import NormalizedMeanSquaredError
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
@@ -66,7 +63,7 @@ from nalu_research.cli import (  # noqa: E402
     is_chief,
     report,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     png_path,
@@ -75,10 +72,10 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks import SYMBOLS  # noqa: E402
-from nalu_research.tasks.first_contact import relative_error  # noqa: E402
-from nalu_research.tasks.mystery import MysteryArithmetic  # noqa: E402
-from nalu_research.tasks.static_arithmetic import describe_range  # noqa: E402
+from nalu_research.tasks import SYMBOLS
+from nalu_research.tasks.first_contact import relative_error
+from nalu_research.tasks.mystery import MysteryArithmetic
+from nalu_research.tasks.static_arithmetic import describe_range
 
 BLOG_MODELS = {
     "Dense-ReLU": lambda n: keras.layers.Dense(n, activation="relu"),

@@ -45,17 +45,14 @@ devices or on the hosts of `TF_CONFIG`.
 """
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model  # noqa: E402
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_learning_rate_drop_argument,
@@ -65,14 +62,14 @@ from nalu_research.cli import (  # noqa: E402
     report,
     steps_per_execution,
 )
-from nalu_research.cli import learning_rate as scheduled  # noqa: E402
-from nalu_research.layers import (  # noqa: E402
+from nalu_research.cli import learning_rate as scheduled
+from nalu_research.layers import (
     CheckedTokens,
     LastToken,
     LSTMConfiguredNALUCell,
     SummedStates,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     output_folder_name,
@@ -82,7 +79,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks.number_words import (  # noqa: E402
+from nalu_research.tasks.number_words import (
     MAX_LENGTH,
     PAPER_FIGURE_3,
     PAPER_TABLE_3,

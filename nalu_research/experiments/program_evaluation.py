@@ -38,18 +38,15 @@ of `TF_CONFIG` (`keras_nalu.training.fit`).
 """
 
 import argparse
-import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_nalu import export_saved_model  # noqa: E402
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu import export_saved_model
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
@@ -58,8 +55,8 @@ from nalu_research.cli import (  # noqa: E402
     is_chief,
     report,
 )
-from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell  # noqa: E402
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     output_folder_name,
@@ -69,7 +66,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks.program_evaluation import (  # noqa: E402
+from nalu_research.tasks.program_evaluation import (
     SPLITS,
     TASKS,
     TOKENS,

@@ -30,15 +30,12 @@ on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
 
 import argparse
 import math
-import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_nalu import (  # noqa: E402
+from keras_nalu import (
     NAC,
     NALU,
     NAU,
@@ -49,8 +46,8 @@ from keras_nalu import (  # noqa: E402
     RealNPU,
     snap_weights,
 )
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
@@ -60,7 +57,7 @@ from nalu_research.cli import (  # noqa: E402
     report,
     stream_epochs,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     png_path,
@@ -69,8 +66,8 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks import OPERATIONS, SYMBOLS, mean_squared_error, paper_scale  # noqa: E402
-from nalu_research.tasks.recurrent_arithmetic import (  # noqa: E402
+from nalu_research.tasks import OPERATIONS, SYMBOLS, mean_squared_error, paper_scale
+from nalu_research.tasks.recurrent_arithmetic import (
     PAPER_TABLE_1_RECURRENT,
     RecurrentArithmetic,
 )

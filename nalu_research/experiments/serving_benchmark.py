@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 LENGTHS = (10, 100, 1000, 10_000)
 STATIC = ("dense", "nalu", "dense_xla", "nalu_xla")  # batch-1 and batch-1,024 models

@@ -35,14 +35,12 @@ import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from keras_nalu import NALU, export_saved_model  # noqa: E402
-from keras_nalu.training import Progress, fit  # noqa: E402
-from nalu_research.cli import (  # noqa: E402
+from keras_nalu import NALU, export_saved_model
+from keras_nalu.training import Progress, fit
+from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
@@ -53,7 +51,7 @@ from nalu_research.cli import (  # noqa: E402
     steps_per_execution,
     stream_epochs,
 )
-from nalu_research.monitoring import (  # noqa: E402
+from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
     output_folder_name,
@@ -63,7 +61,7 @@ from nalu_research.monitoring import (  # noqa: E402
     save_png,
     tensorboard,
 )
-from nalu_research.tasks import (  # noqa: E402
+from nalu_research.tasks import (
     OPERATIONS,
     PAPER_TABLE_1,
     SYMBOLS,

@@ -51,9 +51,7 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from nalu_research.backends import BACKENDS, INSTALL  # noqa: E402
+from nalu_research.backends import BACKENDS, INSTALL
 
 MODELS = {
     "demo": "demo NALU",

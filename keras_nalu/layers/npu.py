@@ -189,11 +189,7 @@ class NPU(RealNPU):
             return super().expression(h, writer, x)
         sympy = writer.sympy
         real = writer.matrix(self.effective_kernel)
-        gate = self.effective_gate
-        if gate is None:
-            g = [sympy.Integer(1)] * len(h)
-        else:
-            g = [writer.number(v) for v in keras.ops.convert_to_numpy(gate)]
+        g = self._gate_numbers(writer, len(h))
         pairs = list(zip(h, g, strict=True))
         log_r = [sympy.log(gi * sympy.Abs(hi) + 1 - gi) for hi, gi in pairs]
         k = [gi * sympy.Heaviside(-hi) for hi, gi in pairs]

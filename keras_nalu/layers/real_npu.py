@@ -176,11 +176,7 @@ class RealNPU(SparseUnit):
         `Heaviside(-h_i)`."""
         sympy = writer.sympy
         w = writer.matrix(self.effective_kernel)
-        gate = self.effective_gate
-        if gate is None:
-            g = [sympy.Integer(1)] * len(h)
-        else:
-            g = [writer.number(v) for v in keras.ops.convert_to_numpy(gate)]
+        g = self._gate_numbers(writer, len(h))
         exact = all(v.is_Integer for v in g) and all(
             v.is_Integer for row in w for v in row
         )
@@ -196,6 +192,13 @@ class RealNPU(SparseUnit):
                                     for wi, hi, gi in terms))  # fmt: skip
             out.append(magnitude * sympy.cos(sympy.pi * negatives))
         return out
+
+    def _gate_numbers(self, writer, size):
+        """The gate as the writer's numbers, or `size` ones without a gate."""
+        gate = self.effective_gate
+        if gate is None:
+            return [writer.sympy.Integer(1)] * size
+        return [writer.number(v) for v in keras.ops.convert_to_numpy(gate)]
 
     def get_config(self):
         return {

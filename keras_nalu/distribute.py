@@ -31,9 +31,9 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_nalu import _validation, training
+from keras_nalu import training, validation
 
-tf = _validation.tensorflow("keras_nalu.distribute (tf.distribute strategies)")
+tf = validation.tensorflow("keras_nalu.distribute (tf.distribute strategies)")
 
 STRATEGIES = training.STRATEGIES
 # The optimizer of each model a `Trainer` trains (the loop does not compile
@@ -72,7 +72,7 @@ def make_strategy(name: str = "default") -> Any:
     >>> make_strategy("default").num_replicas_in_sync
     1
     """
-    _validation.one_of("name", name, STRATEGIES)
+    validation.one_of("name", name, STRATEGIES)
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
     if name == "multi-worker":
@@ -99,9 +99,9 @@ def get_strategy(strategy: Any = None) -> Any:
     if strategy is None:
         return tf.distribute.get_strategy()
     if isinstance(strategy, str):
-        return make_strategy(_validation.one_of("strategy", strategy, STRATEGIES))
+        return make_strategy(validation.one_of("strategy", strategy, STRATEGIES))
     if not isinstance(strategy, tf.distribute.Strategy):
-        raise _validation._invalid(
+        raise validation.invalid(
             "strategy",
             f"None, a tf.distribute.Strategy or one of {STRATEGIES}",
             strategy,
@@ -250,7 +250,7 @@ def _one_loss_fn(loss):
             pass
     elif callable(loss):
         return loss
-    raise _validation._invalid(
+    raise validation.invalid(
         "loss",
         "the name of a Keras loss, a `keras.losses.Loss`, a function "
         "`(y_true, y_pred) -> per-example losses`, or a list of these (one per "
@@ -343,13 +343,13 @@ class Trainer:
         strategy: Any = None,
         global_batch_size: int | None = None,
     ) -> None:
-        _validation.function("model_fn", model_fn, "a function returning a keras.Model")
-        _validation.function(
+        validation.function("model_fn", model_fn, "a function returning a keras.Model")
+        validation.function(
             "optimizer_fn", optimizer_fn, "a function returning a keras optimizer"
         )
         self._loss_fn = _per_example_loss_fn(loss)
         if global_batch_size is not None:
-            global_batch_size = _validation.positive_int(
+            global_batch_size = validation.positive_int(
                 "global_batch_size", global_batch_size
             )
         self.global_batch_size = global_batch_size
@@ -399,7 +399,7 @@ class Trainer:
             return self.strategy.experimental_distribute_dataset(dataset)
         if callable(dataset):
             return self.strategy.distribute_datasets_from_function(dataset)
-        raise _validation._invalid(
+        raise validation.invalid(
             "dataset",
             "a tf.data.Dataset or keras.utils.PyDataset of (x, y), or a function "
             "dataset_fn(input_context)",
@@ -419,7 +419,7 @@ class Trainer:
             A list of `steps` floats, the loss of each step over the global
             batch (the same on every worker).
         """
-        steps = _validation.positive_int("steps", steps)
+        steps = validation.positive_int("steps", steps)
         iterator = self._iterate(dataset)
         return [self._take_step(iterator, steps, done) for done in range(steps)]
 
@@ -471,11 +471,11 @@ class Trainer:
         Returns:
             A `keras.callbacks.History` (also `model.history`).
         """
-        epochs = _validation.positive_int("epochs", epochs)
-        initial_epoch = _validation.non_negative_int("initial_epoch", initial_epoch)
+        epochs = validation.positive_int("epochs", epochs)
+        initial_epoch = validation.non_negative_int("initial_epoch", initial_epoch)
         if steps_per_epoch is None:
             steps_per_epoch = _number_of_batches(dataset)
-        steps_per_epoch = _validation.positive_int("steps_per_epoch", steps_per_epoch)
+        steps_per_epoch = validation.positive_int("steps_per_epoch", steps_per_epoch)
         calls = keras.callbacks.CallbackList(
             list(callbacks or []),
             add_history=True,
@@ -538,7 +538,7 @@ def _as_tf_dataset(dataset):
     """A `keras.utils.PyDataset` of `(x, y)` as a `tf.data.Dataset`, in order."""
     first = dataset[0]
     if not (isinstance(first, tuple) and len(first) == 2):
-        raise _validation._invalid(
+        raise validation.invalid(
             "dataset", "a keras.utils.PyDataset of (x, y) batches", dataset
         )
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_nalu import _validation
+from keras_nalu import validation
 from keras_nalu._types import ArrayLike
 
 _SAVED_MODEL_FILE = "saved_model.pb"
@@ -140,7 +140,7 @@ def export_saved_model(
             "`model.save('model.keras')`, then load and export it in a process "
             "with KERAS_BACKEND=tensorflow."
         )
-    _validation.tensorflow("export_saved_model (a TensorFlow SavedModel)")
+    validation.tensorflow("export_saved_model (a TensorFlow SavedModel)")
     target = _check_target(path, overwrite)
     if sample_input is None:
         sample_input = _default_sample(model)

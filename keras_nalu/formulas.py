@@ -47,7 +47,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_nalu import _validation
+from keras_nalu import validation
 from keras_nalu._types import ArrayLike
 from keras_nalu.layers.arithmetic_unit import ArithmeticUnit
 
@@ -105,9 +105,9 @@ def expressions(
     _check_model(model)
     size = int(model.inputs[0].shape[-1])
     names = _names("input_names", input_names, size, "x")
-    atol = _validation.non_negative_float("atol", atol)
-    digits = _validation.positive_int("digits", digits)
-    positive = _validation.boolean("positive", positive)
+    atol = validation.non_negative_float("atol", atol)
+    digits = validation.positive_int("digits", digits)
+    positive = validation.boolean("positive", positive)
     if x is not None:
         x = np.asarray(x, dtype="float32")
         if x.ndim != 2 or x.shape[1] != size or x.shape[0] == 0:

@@ -16,7 +16,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_nalu import _validation
+from keras_nalu import validation
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
@@ -79,7 +79,7 @@ def _variances(value):
     try:
         if array.ndim > 1 or array.size == 0:
             raise ValueError
-        return [_validation.positive_float("variance", v) for v in array.ravel()]
+        return [validation.positive_float("variance", v) for v in array.ravel()]
     except ValueError:
         raise ValueError(
             "Received an invalid value for `variance`, expected a finite number "

@@ -12,8 +12,8 @@ Example:
 import keras
 from keras import ops
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")
@@ -34,7 +34,7 @@ class Sparsity(keras.regularizers.Regularizer):
     """
 
     def __init__(self, strength: float = 0.01) -> None:
-        self.strength = _validation.non_negative_float("strength", strength)
+        self.strength = validation.non_negative_float("strength", strength)
 
     def __call__(self, x):
         w = nalu_ops.clip_weight(x, -1.0, 1.0)

@@ -58,7 +58,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_nalu import _validation
+from keras_nalu import validation
 from keras_nalu.formulas import Writer
 from keras_nalu.layers.arithmetic_unit import (  # noqa: F401 (documented here)
     GATE_SCALE,
@@ -141,8 +141,8 @@ def snap_weights(
             "Sequential model (started with keras.Input): snapping rebuilds it "
             f"from its configuration. Received: a subclassed model {model.name!r}"
         )
-    rtol = _validation.positive_float("rtol", rtol)
-    search = _validation.boolean("search", search)
+    rtol = validation.positive_float("rtol", rtol)
+    search = validation.boolean("search", search)
     checked = _checked_data(model, data)
     # Rebuilt from its configuration, uncompiled: `clone_model` would also
     # compile the copy from `model`'s compile configuration, which fails for a

@@ -58,7 +58,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_nalu import _validation
+from keras_nalu import validation
 from keras_nalu.checkpoints import Checkpoint
 
 LOOPS = ("auto", "fit", "custom")
@@ -108,7 +108,7 @@ def _build(model_fn, optimizer_fn, scope=None):
     with scope if scope is not None else contextlib.nullcontext():
         model = model_fn()
         if not isinstance(model, keras.Model):
-            raise _validation._invalid(
+            raise validation.invalid(
                 "model_fn", "a function returning a keras.Model", model
             )
         if not model.built:
@@ -119,7 +119,7 @@ def _build(model_fn, optimizer_fn, scope=None):
             )
         optimizer = optimizer_fn()
         if not isinstance(optimizer, keras.optimizers.Optimizer):
-            raise _validation._invalid(
+            raise validation.invalid(
                 "optimizer_fn",
                 "a function returning a keras.optimizers.Optimizer",
                 optimizer,
@@ -169,7 +169,7 @@ class Progress(keras.callbacks.Callback):
         print_fn: Callable[[str], Any] | None = None,
     ) -> None:
         super().__init__()
-        self.total = _validation.positive_int("total", total)
+        self.total = validation.positive_int("total", total)
         self.unit, self.label = unit, label
         self.print_fn = print_fn or functools.partial(print, flush=True)
         self._start = None if done is None else (time.perf_counter(), done)
@@ -315,7 +315,7 @@ def moving_averages(
     if optimizer is None:
         optimizer = _optimizer_of(model)
     if not _uses_ema(optimizer):
-        raise _validation._invalid(
+        raise validation.invalid(
             "optimizer", "an optimizer with use_ema=True", optimizer
         )
     variables = model.trainable_variables
@@ -430,25 +430,25 @@ def fit(
         ("data_fn", data_fn),
         ("optimizer_fn", optimizer_fn),
     ):
-        _validation.function(name, value)
-    epochs = _validation.positive_int("epochs", epochs)
-    steps_per_execution = _validation.positive_int(
+        validation.function(name, value)
+    epochs = validation.positive_int("epochs", epochs)
+    steps_per_execution = validation.positive_int(
         "steps_per_execution", steps_per_execution
     )
-    _validation.one_of("loop", loop, LOOPS)
-    _validation.one_of("verbose", verbose, VERBOSITIES)
+    validation.one_of("loop", loop, LOOPS)
+    validation.one_of("verbose", verbose, VERBOSITIES)
     if verbose == "auto":
         verbose = 1 if sys.stdout.isatty() else 2
     callbacks = list(callbacks)
     for callback in callbacks:
         if not isinstance(callback, keras.callbacks.Callback):
-            raise _validation._invalid(
+            raise validation.invalid(
                 "callbacks", "a list of keras.callbacks.Callback", callback
             )
     try:
         json.dumps(config)
     except TypeError as error:
-        raise _validation._invalid(
+        raise validation.invalid(
             "config", f"a JSON-serializable value ({error})", config
         ) from None
     strategy, custom = _strategy_and_loop(strategy, loop)
@@ -583,7 +583,7 @@ def _strategy_and_loop(strategy, loop):
     whether it runs the custom loop; raises where the backend cannot."""
     backend = keras.backend.backend()
     if isinstance(strategy, str):
-        _validation.one_of("strategy", strategy, STRATEGIES)
+        validation.one_of("strategy", strategy, STRATEGIES)
     if backend != "tensorflow" and (strategy is None or isinstance(strategy, str)):
         if loop != "custom" and strategy in (None, "default"):
             return _NoStrategy(), False

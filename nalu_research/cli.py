@@ -12,39 +12,37 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_nalu import validation
 from keras_nalu.training import STRATEGIES, remove_checkpoint
 from nalu_research.backends import BACKENDS, DEFAULTS, TENSORFLOW_ONLY
 from nalu_research.monitoring import add_tensorboard_argument, output_folder
 
 
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def argument_type(check, convert):
+    """An argparse `type` from a check of `keras_nalu.validation`: the text
+    converted by `convert` (e.g. `int`), then checked; a text either rejects
+    fails with the check's own words, `expected a positive integer, got
+    '0'`."""
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = text  # the check rejects it, in its words
+        try:
+            return check("value", value)
+        except validation.InvalidValueError as error:
+            raise argparse.ArgumentTypeError(
+                f"expected {error.expected}, got {text!r}"
+            ) from None
+
+    parse.__name__ = check.__name__  # argparse's "invalid positive_int value"
+    return parse
 
 
-def non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
+positive_int = argument_type(validation.positive_int, int)
+non_negative_int = argument_type(validation.non_negative_int, int)
+positive_float = argument_type(validation.positive_float, float)
 
 
 def add_backend_argument(parser, experiment):

@@ -9,8 +9,8 @@ library, `keras_nalu`.
 import keras
 from keras import ops
 
-from keras_nalu.layers import NAC, ConfiguredNALU
-from nalu_research import _checks
+from keras_nalu import validation
+from keras_nalu.layers import NAC, ConfiguredNALU, NAUCell
 
 _register = keras.saving.register_keras_serializable(package="nalu_research")
 
@@ -99,6 +99,22 @@ class SummedStates(keras.layers.Layer):
 
 
 @_register
+class NextTokens(keras.layers.Layer):
+    """`ids (batch, T) -> the id after each token (batch, T)`: `ids` moved one
+    step left, with 0 (the padding, read as the end of the phrase) after the
+    last column, so every token, the last one too, has a token after it.
+
+    >>> import numpy as np
+    >>> keras.ops.convert_to_numpy(NextTokens()(np.array([[5, 7, 0], [3, 4, 9]])))
+    array([[7, 0, 0],
+           [4, 9, 0]])
+    """
+
+    def call(self, ids):
+        return ops.concatenate([ids[:, 1:], ops.zeros_like(ids[:, :1])], axis=1)
+
+
+@_register
 class LastToken(keras.layers.Layer):
     """`[per-step predictions (batch, T), ids] -> the last token's (batch,)`."""
 
@@ -150,8 +166,8 @@ class CheckedTokens(keras.layers.Layer):
 
     def __init__(self, max_length, oov_id=1, **kwargs):
         super().__init__(**kwargs)
-        self.max_length = _checks.positive_int("max_length", max_length)
-        self.oov_id = _checks.positive_int("oov_id", oov_id)
+        self.max_length = validation.positive_int("max_length", max_length)
+        self.oov_id = validation.positive_int("oov_id", oov_id)
 
     def call(self, inputs):
         ids = ops.cast(inputs, "int32")
@@ -272,45 +288,76 @@ class UGRNNCell(keras.layers.Layer):
 
 @_register
 class InstructedLSTMCell(keras.layers.Layer):
-    """RNN cell: an LSTM core told an instruction, optionally through a NAC.
+    """RNN cell: an LSTM core told an instruction, optionally through a NAC
+    or beside an exact counter.
 
     Input per step: `[features, instruction]` (the instruction last). States:
-    the LSTM's `h`, `c` and, with `nac_units`, the NAC's output `s`.
-    `s_t = NAC([instruction_t, s_{t-1}, h_{t-1}])`,
-    `h_t = LSTM([features_t, instruction_t, s_t])`; output `h_t`. With
-    `nac_units=0` it is the LSTM alone on `[features, instruction]`.
+    the LSTM's `h`, `c` and, with `nac_units` or `counter_units`, the unit's
+    output `s`. With `nac_units`, `s_t = NAC([instruction_t, s_{t-1},
+    h_{t-1}])`; with `counter_units`, `s_t = s_{t-1} * w_s + [1,
+    instruction_t, h_{t-1}] @ W`, a diagonal `keras_nalu.NAUCell` whose
+    weights are clipped to [-1, 1] and whose state weights `w_s` start at
+    exactly 1 (the identity); then `h_t = LSTM([features_t, instruction_t,
+    s_t])`; output `h_t`. With neither it is the LSTM alone on `[features,
+    instruction]`.
 
     The NAC reads its own previous output and the LSTM's, so that it can
     count: `s_t = s_{t-1} + h` (a saturated unit `h` of 1) and
     `instruction - s_{t-1} - h`, the time left, are in its reach (weights of
-    -1, 0 and 1), and hold for instructions past those seen in training.
+    -1, 0 and 1), and hold for instructions past those seen in training; but
+    the NAC's `tanh * sigmoid` weights only approach 1. The counter's state
+    weights are 1 from the start and its constant input's weight can reach
+    exactly 1: `s_t = t`, exact for any length.
     """
 
-    def __init__(self, units, nac_units=0, **kwargs):
+    def __init__(self, units, nac_units=0, counter_units=0, **kwargs):
         super().__init__(**kwargs)
-        self.units = _checks.positive_int("units", units)
-        self.nac_units = _checks.non_negative_int("nac_units", nac_units)
+        self.units = validation.positive_int("units", units)
+        self.nac_units = validation.non_negative_int("nac_units", nac_units)
+        self.counter_units = validation.non_negative_int("counter_units", counter_units)
+        if nac_units and counter_units:
+            raise ValueError(
+                "Received both `nac_units` and `counter_units`, expected at most "
+                f"one of them > 0. Received: nac_units={nac_units}, "
+                f"counter_units={counter_units}"
+            )
         self.core = keras.layers.LSTMCell(units)
         self.nac = NAC(nac_units) if nac_units else None
-        self.state_size = [units, units] + ([nac_units] if nac_units else [])
+        self.counter = (
+            NAUCell(counter_units, diagonal_state=True) if counter_units else None
+        )
+        extra = nac_units or counter_units
+        self.state_size = [units, units] + ([extra] if extra else [])
         self.output_size = units
 
     def build(self, input_shape):
-        self.core.build((None, input_shape[-1] + self.nac_units))
+        extra = self.nac_units or self.counter_units
+        self.core.build((None, input_shape[-1] + extra))
         if self.nac is not None:
             self.nac.build((None, 1 + self.nac_units + self.units))
+        if self.counter is not None:
+            self.counter.build((None, 2 + self.units))
 
     def call(self, inputs, states, training=False):
         h, c = states[0], states[1]
-        if self.nac is None:
+        if self.nac is None and self.counter is None:
             h, (h, c) = self.core(inputs, [h, c], training=training)
             return h, [h, c]
         instruction = inputs[:, -1:]
-        s = self.nac(ops.concatenate([instruction, states[2], h], axis=-1))
+        if self.nac is not None:
+            s = self.nac(ops.concatenate([instruction, states[2], h], axis=-1))
+        else:
+            one = ops.ones_like(instruction)
+            read = ops.concatenate([one, instruction, h], axis=-1)
+            s, _ = self.counter(read, [states[2]], training=training)
         x = ops.concatenate([inputs, s], axis=-1)
         h, (h, c) = self.core(x, [h, c], training=training)
         return h, [h, c, s]
 
     def get_config(self):
-        config = {"units": self.units, "nac_units": self.nac_units}
+        config = {
+            "units": self.units,
+            "nac_units": self.nac_units,
+            "counter_units": self.counter_units,
+        }
         return {**super().get_config(), **config}

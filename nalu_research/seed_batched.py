@@ -37,12 +37,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_nalu import ArithmeticUnit, formulas, snap_weights
+from keras_nalu import ArithmeticUnit, formulas, snap_weights, validation
 from keras_nalu import ops as nalu_ops
 from keras_nalu.checkpoints import Checkpoint
 from keras_nalu.gradients import compiled, value_and_grad
 from keras_nalu.initializers import NMUUniform
-from nalu_research import _checks
 from nalu_research.tasks.metrics import paper_scale, sparsity_error, success_threshold
 from nalu_research.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
 
@@ -493,9 +492,9 @@ def _schedule(value):
     ok = isinstance(value, (tuple, list)) and len(value) == 3
     if ok:
         try:
-            strength = _checks.non_negative_float("strength", value[0])
-            start = _checks.non_negative_int("start", value[1])
-            end = _checks.non_negative_int("end", value[2])
+            strength = validation.non_negative_float("strength", value[0])
+            start = validation.non_negative_int("start", value[1])
+            end = validation.non_negative_int("end", value[2])
             ok = end >= start
         except ValueError:
             ok = False
@@ -512,7 +511,7 @@ def _learning_rate(value):
     if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
         return value
     try:
-        return _checks.positive_float("learning_rate", value)
+        return validation.positive_float("learning_rate", value)
     except ValueError:
         raise ValueError(
             "Received an invalid value for `learning_rate`, expected a positive "
@@ -612,21 +611,23 @@ class StaticBenchmark:
             self._config["threshold"] = threshold
         self.adam_epsilon = None
         if adam_epsilon is not None:
-            self.adam_epsilon = _checks.positive_float("adam_epsilon", adam_epsilon)
+            self.adam_epsilon = validation.positive_float("adam_epsilon", adam_epsilon)
             self._config["adam_epsilon"] = self.adam_epsilon
         self.clipnorm = (
-            None if clipnorm is None else _checks.positive_float("clipnorm", clipnorm)
+            None
+            if clipnorm is None
+            else validation.positive_float("clipnorm", clipnorm)
         )
         operations = [operations] if isinstance(operations, str) else list(operations)
-        seeds = [_checks.non_negative_int("seeds", s) for s in seeds]
+        seeds = [validation.non_negative_int("seeds", s) for s in seeds]
         if not operations or not seeds:
             raise ValueError(
                 "Received no runs, expected at least one operation and one seed. "
                 f"Received: operations={operations}, seeds={seeds}"
             )
-        self.batch_size = _checks.positive_int("batch_size", batch_size)
+        self.batch_size = validation.positive_int("batch_size", batch_size)
         self.learning_rate = _learning_rate(learning_rate)
-        eval_size = _checks.positive_int("eval_size", eval_size)
+        eval_size = validation.positive_int("eval_size", eval_size)
         self.schedules = schedules(model, self.layer_options)
         if regularization is None:
             self.schedules = {}
@@ -650,7 +651,7 @@ class StaticBenchmark:
         if threshold is None:
             thresholds = {op: success_threshold(self._task(op)) for op in operations}
         else:
-            threshold = _checks.positive_float("threshold", threshold)
+            threshold = validation.positive_float("threshold", threshold)
             thresholds = dict.fromkeys(operations, threshold)
         self.thresholds = np.array([thresholds[op] for op, _ in self.runs])
         masks = np.zeros((len(self.runs), self.input_size, 2), "float32")
@@ -889,8 +890,8 @@ class StaticBenchmark:
             ValueError: the checkpoint has this configuration but not this
                 benchmark's variables.
         """
-        iterations = _checks.positive_int("iterations", iterations)
-        eval_every = _checks.positive_int("eval_every", eval_every)
+        iterations = validation.positive_int("iterations", iterations)
+        eval_every = validation.positive_int("eval_every", eval_every)
         # Compile outside the timing: a chunk of no steps.
         self._train_chunk(0)
         history, seconds, done = [], 0.0, 0

@@ -132,7 +132,7 @@ def test_killed_demo_resumes_to_the_uninterrupted_results(reference, tmp_path):
     "args, message",
     [
         (["--seeds", "0"], "--seeds: expected a positive integer, got '0'"),
-        (["--learning-rate", "-1"], "--learning-rate: expected a number > 0"),
+        (["--learning-rate", "-1"], "--learning-rate: expected a finite number"),
         (["--epochs", "two"], "--epochs: expected a positive integer, got 'two'"),
     ],
 )

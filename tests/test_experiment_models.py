@@ -62,7 +62,7 @@ def experiment_models():
         models[f"number words {kind} (per token)"] = (steps_model, ids)
         models[f"number words {kind}"] = (model, ids)
     for kind in ("nac", "nalu"):
-        for readout in ("recurrent", "two-layer"):
+        for readout in ("recurrent", "two-layer", "pairs"):
             ((_, model),) = number_translation.build_models(
                 kind, 8, [0], readout=readout
             )

@@ -134,28 +134,53 @@ def test_invalid_instruction_and_action_raise():
         env.step(5)
 
 
-@pytest.mark.parametrize("nac_units", [0, 3])
-def test_instructed_cell_round_trips_and_trains_its_nac(nac_units):
-    cell = InstructedLSTMCell(4, nac_units=nac_units)
+@pytest.mark.parametrize("units", [{}, {"nac_units": 3}, {"counter_units": 2}], ids=str)
+def test_instructed_cell_round_trips_and_trains_its_unit(units):
+    cell = InstructedLSTMCell(4, **units)
     layer = keras.layers.RNN(cell)
     x = np.random.default_rng(0).normal(size=(2, 5, 6)).astype("float32")
     y = layer(x)
     assert y.shape == (2, 4)
-    assert cell.state_size == [4, 4] + ([nac_units] if nac_units else [])
+    extra = list(units.values())
+    assert cell.state_size == [4, 4] + extra
     clone = InstructedLSTMCell.from_config(cell.get_config())
     assert clone.get_config() == cell.get_config()
-    if nac_units:
+    unit = cell.nac or cell.counter
+    if units:
         import tensorflow as tf  # the research tests run on tensorflow
 
         with tf.GradientTape() as tape:
             loss = keras.ops.sum(layer(x) ** 2)
-        grads = tape.gradient(loss, cell.nac.trainable_weights)
+        grads = tape.gradient(loss, unit.trainable_weights)
         assert all(float(keras.ops.max(keras.ops.abs(g))) > 0 for g in grads)
+
+
+def test_instructed_cell_counter_counts_exactly():
+    """The counter's state weights start at exactly 1: with its constant
+    input's weight at 1 and the others at 0 it counts the steps exactly, for
+    any instruction and far past any episode's length."""
+    cell = InstructedLSTMCell(4, counter_units=1)
+    layer = keras.layers.RNN(cell, return_state=True)
+    steps = 1000
+    x = np.random.default_rng(0).normal(size=(3, steps, 6)).astype("float32")
+    x[:, :, -1] = [[5.0], [19.0], [400.0]]  # the instruction
+    layer(x[:, :2])  # builds the cell
+    kernel = np.zeros(cell.counter.kernel.shape, "float32")
+    kernel[0, 0] = 1.0  # the constant 1; the instruction and h read 0
+    kernel[-1, 0] = keras.ops.convert_to_numpy(cell.counter.kernel)[-1, 0]
+    assert kernel[-1, 0] == 1.0  # the state weight's start: the identity
+    cell.counter.kernel.assign(kernel)
+    *_, counted = layer(x)
+    assert keras.ops.convert_to_numpy(counted)[:, 0].tolist() == [steps] * 3
 
 
 def test_instructed_cell_rejects_bad_units():
     with pytest.raises(ValueError, match="`nac_units`.*nac_units=-1"):
         InstructedLSTMCell(4, nac_units=-1)
+    with pytest.raises(ValueError, match="`counter_units`.*counter_units=-2"):
+        InstructedLSTMCell(4, counter_units=-2)
+    with pytest.raises(ValueError, match="at most one.*nac_units=1, counter_units=1"):
+        InstructedLSTMCell(4, nac_units=1, counter_units=1)
 
 
 def test_actor_critic_loss_against_numpy():
@@ -208,15 +233,24 @@ SERVE = textwrap.dedent(
 def test_quick_run_trains_saves_and_serves(tmp_path):
     """A smoke run of the script; the saved agent reloads and plays the same
     episodes, and its SavedModel serves without the package."""
-    out = tmp_path / "grid.json"
+    first, out = tmp_path / "nac.json", tmp_path / "grid.json"
+    settings = ["--quick", "--updates", "3", "--envs", "4", "--eval-episodes", "4",
+                "--eval-instructions", "11", "13", "--every", "1",
+                "--save-dir", str(tmp_path / "saved"),
+                "--checkpoint-dir", str(tmp_path / "checkpoints")]  # fmt: skip
+    experiment.main([*settings, "--agents", "a2c_nac", "--json", str(first)])
+    # A second run trains the counter agent; the first's runs are shown beside.
     experiment.main(
-        ["--quick", "--updates", "3", "--envs", "4", "--eval-episodes", "4",
-         "--eval-instructions", "11", "13", "--every", "1", "--json", str(out),
-         "--save-dir", str(tmp_path / "saved"),
-         "--checkpoint-dir", str(tmp_path / "checkpoints")]
+        [*settings, "--agents", "a2c_counter", "--beside", str(first),
+         "--json", str(out)]
     )  # fmt: skip
     results = json.loads(out.read_text())
-    assert [r["agent"] for r in results["runs"]] == ["a2c", "a2c_nac"]
+    assert [r["agent"] for r in results["runs"]] == ["a2c_nac", "a2c_counter"]
+    assert "beside_runs" not in results["arguments"]
+    with pytest.raises(SystemExit):  # another budget is not comparable
+        experiment.parse_args(
+            [*settings, "--updates", "4", "--agents", "a2c", "--beside", str(first)]
+        )
     for run in results["runs"]:
         assert [row["instruction"] for row in run["evaluation"]] == [11, 12, 13]
         assert len(run["history"]["episode_reward"]) == 3
@@ -228,8 +262,9 @@ def test_quick_run_trains_saves_and_serves(tmp_path):
     assert out.with_suffix(".png").stat().st_size > 0
     assert experiment.main(["--report", "--json", str(tmp_path / "none.json")]) == 2
 
-    assert (tmp_path / "saved" / "grid_world_a2c_nac.keras").is_file()
-    assert (tmp_path / "saved" / "grid_world_a2c_nac" / "saved_model.pb").is_file()
+    for agent in ("a2c_nac", "a2c_counter"):
+        assert (tmp_path / "saved" / f"grid_world_{agent}.keras").is_file()
+        assert (tmp_path / "saved" / f"grid_world_{agent}" / "saved_model.pb").is_file()
 
 
 def test_saved_agent_reloads_acts_identically_and_serves(tmp_path):

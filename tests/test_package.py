@@ -54,6 +54,7 @@ PUBLIC_MODULES = (
     "keras_nalu.snapping",
     "keras_nalu.formulas",
     "keras_nalu.gradients",
+    "keras_nalu.validation",
 )
 
 

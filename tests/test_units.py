@@ -348,8 +348,8 @@ BAD_ARGUMENTS = [
     ("units", 0, "a positive integer"),
     ("regularization_strength", -1.0, "a finite number >= 0"),
     ("regularization_strength", float("nan"), "a finite number >= 0"),
-    ("regularization_start", -1, "integers >= 0"),
-    ("regularization_start", 1.5, "integers >= 0"),
+    ("regularization_start", -1, "an integer >= 0"),
+    ("regularization_start", 1.5, "an integer >= 0"),
     ("regularization_end", 2, "an integer >= regularization_start=20000"),
 ]
 

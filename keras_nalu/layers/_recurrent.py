@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_nalu import _validation
+from keras_nalu import validation
 
 
 class RecurrentCellMixin:
@@ -25,7 +25,7 @@ class RecurrentCellMixin:
         return self.units
 
     def build(self, input_shape):
-        input_dim = _validation.feature_dim(self, input_shape)
+        input_dim = validation.feature_dim(self, input_shape)
         super().build(tuple(input_shape)[:-1] + (input_dim + self.units,))
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
 

@@ -5,8 +5,8 @@ from typing import Any, ClassVar
 
 import keras
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers.arithmetic_unit import ArithmeticUnit
 
@@ -48,7 +48,7 @@ class SparseUnit(ArithmeticUnit):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.units = _validation.positive_int("units", units)
+        self.units = validation.positive_int("units", units)
         if self._scheduled:  # a recurrent cell has none (see `_scheduled`)
             self.set_penalty_schedule(
                 regularization_strength, regularization_start, regularization_end
@@ -58,7 +58,7 @@ class SparseUnit(ArithmeticUnit):
         )
 
     def build(self, input_shape):
-        input_dim = _validation.feature_dim(self, input_shape)
+        input_dim = validation.feature_dim(self, input_shape)
         # The stored weight is clipped after every update, as M&J do, so it
         # never drifts where the clipped forward pass has no gradient.
         self.kernel = self._add_weight_from_arguments(

@@ -30,8 +30,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import Tensor
 from keras_nalu.layers._regularization import ClipAfter
 
@@ -208,7 +208,7 @@ class ArithmeticUnit(keras.layers.Layer):
     def effective_kernel(self):
         """`effective_weights()["kernel"]`: the weight the unit applies
         (read-only)."""
-        _validation.check_built(self, "effective_kernel")
+        validation.check_built(self, "effective_kernel")
         return self.effective_weights()["kernel"]
 
     # -- (d) the expression -------------------------------------------------
@@ -251,15 +251,13 @@ class ArithmeticUnit(keras.layers.Layer):
     def set_penalty_schedule(self, strength: float, start: int, end: int) -> None:
         """Sets `regularization_strength`, `regularization_start` and
         `regularization_end`, validated."""
-        self.regularization_strength = _validation.non_negative_float(
+        self.regularization_strength = validation.non_negative_float(
             "regularization_strength", strength
         )
-        self.regularization_start = _validation.non_negative_int(
+        self.regularization_start = validation.non_negative_int(
             "regularization_start", start
         )
-        self.regularization_end = _validation.non_negative_int(
-            "regularization_end", end
-        )
+        self.regularization_end = validation.non_negative_int("regularization_end", end)
         if self.regularization_end < self.regularization_start:
             raise ValueError(
                 "Received an invalid value for `regularization_end`, expected "
@@ -280,7 +278,7 @@ class ArithmeticUnit(keras.layers.Layer):
     @property
     def regularization_weight(self):
         """The penalty's current weight, `strength * ramp(step, start, end)`."""
-        _validation.check_built(self, "regularization_weight")
+        validation.check_built(self, "regularization_weight")
         return self.regularization_strength * nalu_ops.ramp(
             self.regularization_step,
             self.regularization_start,

@@ -3,8 +3,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
 
@@ -102,9 +102,9 @@ class ConfiguredNALU(keras.layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.units = _validation.positive_int("units", units)
-        self.epsilon = _validation.positive_float("epsilon", epsilon)
-        self.tied_weights = _validation.boolean("tied_weights", tied_weights)
+        self.units = validation.positive_int("units", units)
+        self.epsilon = validation.positive_float("epsilon", epsilon)
+        self.tied_weights = validation.boolean("tied_weights", tied_weights)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
@@ -141,8 +141,8 @@ class ConfiguredNALU(keras.layers.Layer):
 
     def build(self, input_shape):
         x_shape, control_shape = self._shapes(input_shape)
-        self.input_dim = _validation.feature_dim(self, x_shape)
-        control_dim = _validation.feature_dim(self, control_shape)
+        self.input_dim = validation.feature_dim(self, x_shape)
+        control_dim = validation.feature_dim(self, control_shape)
         size = self.input_dim * self.units
         for name in self.parameter_names:
             kernel = self.add_weight(

@@ -3,8 +3,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 
 WEIGHT_TRANSFORMS = ("linear", "sigmoid", "tanh", "nac")
@@ -93,11 +93,11 @@ class ConstrainedDense(keras.layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.units = _validation.positive_int("units", units)
-        self.weight_transform = _validation.one_of(
+        self.units = validation.positive_int("units", units)
+        self.weight_transform = validation.one_of(
             "weight_transform", weight_transform, WEIGHT_TRANSFORMS
         )
-        self.use_bias = _validation.boolean("use_bias", use_bias)
+        self.use_bias = validation.boolean("use_bias", use_bias)
         for name, initializer, regularizer, constraint in (
             ("kernel", kernel_initializer, kernel_regularizer, kernel_constraint),
             ("m_hat", m_hat_initializer, m_hat_regularizer, m_hat_constraint),
@@ -117,7 +117,7 @@ class ConstrainedDense(keras.layers.Layer):
         )
 
     def build(self, input_shape):
-        input_dim = _validation.feature_dim(self, input_shape)
+        input_dim = validation.feature_dim(self, input_shape)
         self.kernel = self._add("kernel", (input_dim, self.units))
         if self.weight_transform == "nac":
             self.m_hat = self._add("m_hat", (input_dim, self.units))
@@ -128,7 +128,7 @@ class ConstrainedDense(keras.layers.Layer):
     @property
     def effective_kernel(self):
         """The matrix `f(W)` the layer applies, shape `(input_dim, units)`."""
-        _validation.check_built(self, "effective_kernel")
+        validation.check_built(self, "effective_kernel")
         if self.weight_transform == "sigmoid":
             return ops.sigmoid(self.kernel)
         if self.weight_transform == "tanh":

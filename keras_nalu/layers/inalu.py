@@ -3,8 +3,8 @@ from typing import Any, ClassVar
 import keras
 import numpy as np
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers.arithmetic_unit import SATURATION
@@ -134,12 +134,12 @@ class INALU(NAC):
             m_hat_constraint=m_hat_constraint,
             **kwargs,
         )
-        self.epsilon = _validation.positive_float("epsilon", epsilon)
-        self.max_exponent = _validation.positive_float("max_exponent", max_exponent)
+        self.epsilon = validation.positive_float("epsilon", epsilon)
+        self.max_exponent = validation.positive_float("max_exponent", max_exponent)
         self.set_penalty_schedule(
             regularization_strength, regularization_start, regularization_end
         )
-        self.regularization_threshold = _validation.positive_float(
+        self.regularization_threshold = validation.positive_float(
             "regularization_threshold", regularization_threshold
         )
         self._set_weight_arguments(
@@ -175,7 +175,7 @@ class INALU(NAC):
     @property
     def effective_mul_kernel(self):
         """`W_mul = tanh(mul_w_hat) * sigmoid(mul_m_hat)`, `(input_dim, units)`."""
-        _validation.check_built(self, "effective_mul_kernel")
+        validation.check_built(self, "effective_mul_kernel")
         return self.effective_weights()["mul_kernel"]
 
     def effective_weights(

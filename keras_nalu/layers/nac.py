@@ -3,8 +3,8 @@ from typing import Any, ClassVar
 import keras
 import numpy as np
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers.arithmetic_unit import SATURATION, ArithmeticUnit
 
@@ -76,14 +76,14 @@ class NAC(ArithmeticUnit):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.units = _validation.positive_int("units", units)
+        self.units = validation.positive_int("units", units)
         self._set_weight_arguments(
             w_hat=(w_hat_initializer, w_hat_regularizer, w_hat_constraint),
             m_hat=(m_hat_initializer, m_hat_regularizer, m_hat_constraint),
         )
 
     def build(self, input_shape):
-        input_dim = _validation.feature_dim(self, input_shape)
+        input_dim = validation.feature_dim(self, input_shape)
         self.w_hat = self._add_weight_from_arguments("w_hat", (input_dim, self.units))
         self.m_hat = self._add_weight_from_arguments("m_hat", (input_dim, self.units))
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})

@@ -2,8 +2,8 @@ from typing import Any
 
 import keras
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._precision import compute_in_float32
 from keras_nalu.layers.arithmetic_unit import GATE_SCALE
@@ -121,8 +121,8 @@ class NALU(NAC):
             m_hat_constraint=m_hat_constraint,
             **kwargs,
         )
-        self.epsilon = _validation.positive_float("epsilon", epsilon)
-        self.tied_weights = _validation.boolean("tied_weights", tied_weights)
+        self.epsilon = validation.positive_float("epsilon", epsilon)
+        self.tied_weights = validation.boolean("tied_weights", tied_weights)
         self._set_weight_arguments(
             gate=(gate_initializer, gate_regularizer, gate_constraint),
             mul_w_hat=(
@@ -154,7 +154,7 @@ class NALU(NAC):
     @property
     def effective_mul_kernel(self):
         """`W` of the multiplicative path, shape `(input_dim, units)`."""
-        _validation.check_built(self, "effective_mul_kernel")
+        validation.check_built(self, "effective_mul_kernel")
         effective = self.effective_weights()
         return effective.get("mul_kernel", effective["kernel"])
 

@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from keras_nalu import (
-    _validation,
     initializers,  # noqa: F401 (registers the default)
+    validation,
 )
 from keras_nalu import ops as nalu_ops
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
@@ -106,7 +106,7 @@ class NAU(SparseUnit):
             **kwargs,
         )
 
-        self.centered_gradient = _validation.boolean(
+        self.centered_gradient = validation.boolean(
             "centered_gradient", centered_gradient
         )
 

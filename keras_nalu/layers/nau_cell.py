@@ -4,8 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
 from keras_nalu.layers._recurrent import RecurrentCellMixin
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
@@ -126,7 +126,7 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
             centered_gradient=centered_gradient,
             **kwargs,
         )
-        self.diagonal_state = _validation.boolean("diagonal_state", diagonal_state)
+        self.diagonal_state = validation.boolean("diagonal_state", diagonal_state)
         self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
         self.recurrent_initializer = (
             None

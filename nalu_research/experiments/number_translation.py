@@ -15,6 +15,12 @@ paper's Section 4.1 stacks them), `--readout configured` keeps a running
 value that a NALU configured by the LSTM updates with a learned number per
 token (the paper's Section 4.4 cell), and `--targets prefix` puts the loss
 on every token's prediction against the value of the words read so far.
+`--readout pairs` is not the paper's model: no LSTM, a NAC or NALU reads each
+pair of adjacent words' embeddings (the last word paired with the end of the
+phrase) and the number is the sum of its outputs, `y = sum_i NALU([e_i;
+e_i+1])`, the model of the public re-implementations that report a test MAE
+below 1 (kerryeon/nalu, nkarasovd/Neural_Arithmetic_Logic_Units); its
+`--sizes` are the embedding's.
 
 Model selection as in Appendix D: layer size {16, 32} x learning rate {0.01,
 0.001}, Adam on the whole training set, several seeds each. A configuration is
@@ -59,6 +65,9 @@ from nalu_research.cli import (
     add_training_arguments,
     create_strategy,
     is_chief,
+    non_negative_int,
+    positive_float,
+    positive_int,
     report,
     steps_per_execution,
 )
@@ -67,6 +76,7 @@ from nalu_research.layers import (
     CheckedTokens,
     LastToken,
     LSTMConfiguredNALUCell,
+    NextTokens,
     SummedStates,
 )
 from nalu_research.monitoring import (
@@ -90,6 +100,16 @@ from nalu_research.tasks.number_words import (
 
 MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
 
+
+def model_name(kind, readout):
+    """The name of a model's rows: `MODELS[kind]`, or with the pair readout,
+    which has no LSTM, "NALU over word pairs" (the paper's row beside it is
+    still `MODELS[kind]`'s)."""
+    if kind != "lstm" and readout == "pairs":
+        return f"{kind.upper()} over word pairs"
+    return MODELS[kind]
+
+
 # How the NAC or NALU reads the LSTM (`--readout`): on each step's output
 # alone; as a recurrent cell whose previous prediction is one more input
 # (Madsen & Johansen's stable-nalu reading of the task); on each step's
@@ -97,7 +117,9 @@ MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
 # two-layer units of the paper's Section 4.1); or as a NALU configured by the
 # LSTM (the paper's Section 4.4 cell, `LSTMConfiguredNALUCell`), a running
 # value on which each token's LSTM output picks what to do with a learned
-# number per token. The kinds each readout has.
+# number per token; or, with no LSTM, on each pair of adjacent words'
+# embeddings, summed (not the paper's model: the public re-implementations'
+# that report a test MAE below 1). The kinds each readout has.
 READOUTS = {
     "step": {"nac": NAC, "nalu": NALU},
     "recurrent": {
@@ -106,6 +128,7 @@ READOUTS = {
     },
     "two-layer": {"nac": NAC, "nalu": NALU},
     "configured": {"nalu": LSTMConfiguredNALUCell},
+    "pairs": {"nac": NAC, "nalu": NALU},
 }
 # What the loss reads (`--targets`): the last token's prediction against the
 # number, or every token's against the value of the words read so far.
@@ -128,10 +151,18 @@ def build_branch(
     `size` of the same unit before it; with `"configured"` the LSTM is the
     controller of an `LSTMConfiguredNALUCell` whose numbers are a second
     embedding, of width 1, read as it is (`token_values="linear"`) or through
-    `exp` (`"log"`, `TOKEN_VALUES`)."""
+    `exp` (`"log"`, `TOKEN_VALUES`); with `"pairs"` there is no LSTM: a
+    unit reads each token's embedding (of `embedding_size`, default `size`)
+    beside the next token's (the padding's, id 0, after the last token) and
+    the prediction at a token is the sum of the unit's outputs so far."""
     # No mask: padding follows the last token, which the loss reads, and
     # SummedStates masks it out itself.
-    x = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)(ids)
+    embed = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)
+    if kind != "lstm" and readout == "pairs":
+        pairs = keras.layers.Concatenate()([embed(ids), embed(NextTokens()(ids))])
+        prediction = SummedStates()([READOUTS[readout][kind](1)(pairs), ids])
+        return keras.layers.Reshape((-1,))(prediction)
+    x = embed(ids)
     if kind != "lstm" and readout == "configured":  # the LSTM is the controller
         values = keras.layers.Embedding(len(VOCABULARY) + 2, 1)(ids)
         if token_values == "log":
@@ -430,7 +461,9 @@ def train_config(
         ],
         steps_per_execution=steps_per_execution(args.eval_every),
     )
-    report(result, f"{MODELS[kind]}, size {size}, lr {learning_rate:g}")
+    report(
+        result, f"{model_name(kind, args.readout)}, size {size}, lr {learning_rate:g}"
+    )
     keep.restore()
     runs = []
     models = built["models"]
@@ -465,22 +498,28 @@ IGNORED = (
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=0, help="fixes the split")
-    parser.add_argument("--seeds", type=int, default=3, help="runs per config")
-    parser.add_argument("--steps", type=int, default=5000)
-    parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument(
-        "--sizes", type=int, nargs="+", default=[16, 32], help="LSTM sizes"
+        "--seed", type=non_negative_int, default=0, help="fixes the split"
+    )
+    parser.add_argument("--seeds", type=positive_int, default=3, help="runs per config")
+    parser.add_argument("--steps", type=positive_int, default=5000)
+    parser.add_argument("--eval-every", type=positive_int, default=500)
+    parser.add_argument(
+        "--sizes",
+        type=positive_int,
+        nargs="+",
+        default=[16, 32],
+        help="LSTM sizes (the embedding's with --readout pairs)",
     )
     parser.add_argument(
         "--embedding-size",
-        type=int,
+        type=positive_int,
         default=None,
         help="the token embedding's size (default: the LSTM's, as the paper's "
         "grid; the authors told Madsen & Johansen about 256, with an LSTM of 10)",
     )
     parser.add_argument(
-        "--learning-rates", type=float, nargs="+", default=[0.01, 0.001]
+        "--learning-rates", type=positive_float, nargs="+", default=[0.01, 0.001]
     )
     parser.add_argument(
         "--models",
@@ -500,7 +539,10 @@ def parse_args(argv=None):
         "on each step's output through a hidden layer of the same unit, as "
         "wide as the LSTM; 'configured' (NALU only), a running value that a "
         "NALU configured by the LSTM (Section 4.4's cell) updates with a "
-        "learned number per token",
+        "learned number per token; 'pairs', not the paper's model: no LSTM, "
+        "the sum of a NAC or NALU over each pair of adjacent words' "
+        "embeddings (the last word paired with the end), --sizes being the "
+        "embedding's",
     )
     parser.add_argument(
         "--targets",
@@ -536,25 +578,10 @@ def parse_args(argv=None):
     if args.quick:
         args.seeds, args.steps, args.eval_every = 1, 40, 20
         args.sizes, args.learning_rates = [16], [0.01]
-    for name in ("seeds", "steps", "eval_every"):
-        if getattr(args, name) <= 0:
-            parser.error(
-                f"--{name.replace('_', '-')} must be a positive integer, "
-                f"got {getattr(args, name)}"
-            )
-    if args.seed < 0:
-        parser.error(f"--seed must be an integer >= 0, got {args.seed}")
     if args.eval_every > args.steps:
         parser.error(
             f"--eval-every must be at most --steps ({args.steps}), "
             f"got {args.eval_every}"
-        )
-    for size in args.sizes:
-        if size <= 0:
-            parser.error(f"--sizes must be positive integers, got {size}")
-    if args.embedding_size is not None and args.embedding_size <= 0:
-        parser.error(
-            f"--embedding-size must be a positive integer, got {args.embedding_size}"
         )
     if args.learning_rate_drop and args.learning_rate_drop[0] >= args.steps:
         parser.error(
@@ -569,9 +596,6 @@ def parse_args(argv=None):
                 f"--models {key} has no --readout {args.readout}: it reads "
                 f"{', '.join(READOUTS[args.readout])} only"
             )
-    for rate in args.learning_rates:
-        if not rate > 0:
-            parser.error(f"--learning-rates must be greater than 0, got {rate}")
     args.png = png_path(args)
     return args
 
@@ -590,7 +614,8 @@ def main(argv=None):
     print(
         f"Number words 0-999, split seed {args.seed}: "
         + ", ".join(f"{len(data[s][1])} {s}" for s in data)
-        + f". Grid: LSTM sizes {args.sizes} x learning rates {args.learning_rates}"
+        + f". Grid: {'embedding' if args.readout == 'pairs' else 'LSTM'} sizes "
+        f"{args.sizes} x learning rates {args.learning_rates}"
         + (
             ""
             if args.embedding_size is None
@@ -624,7 +649,7 @@ def main(argv=None):
         unit="configuration",
     )
     for key in args.models:
-        name = MODELS[key]
+        name = model_name(key, args.readout)
         configs = {}
         for size in args.sizes:
             for rate in args.learning_rates:
@@ -692,9 +717,10 @@ def main(argv=None):
         "| test MAE per seed |"
     )
     print("|---|---|---|---|---|---|")
+    papers = {model_name(k, args.readout): PAPER_TABLE_3[MODELS[k]] for k in MODELS}
     for name, (size, rate, runs) in chosen.items():
         medians = [np.median([r[0][s] for r in runs]) for s in data]
-        paper = PAPER_TABLE_3[name]
+        paper = papers[name]
         per_seed = ", ".join(f"{r[0]['test']:.3g}" for r in runs)
         diverged = " (diverged)" if runs[0][0]["diverged"] else ""
         print(
@@ -703,6 +729,12 @@ def main(argv=None):
                 f"{m:.3g} ({p:g})" for m, p in zip(medians, paper, strict=True)
             )
             + f" | {per_seed} |"
+        )
+    if args.readout == "pairs":
+        print(
+            "\nThe models over word pairs are not the paper's (no LSTM, see "
+            "--readout pairs): their brackets hold the paper's LSTM + NAC and "
+            "LSTM + NALU."
         )
     print_lone_word_errors(task, after_lone, chosen)
     total = sum(len(runs) for configs in results.values() for runs in configs.values())

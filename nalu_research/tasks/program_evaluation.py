@@ -34,7 +34,7 @@ as a digit.
 
 import numpy as np
 
-from nalu_research import _checks
+from keras_nalu import validation
 
 TOKENS = (
     "SET", "ADD", "SUB", "IF_LT", "IF_GT",
@@ -142,14 +142,14 @@ class ProgramEvaluation:
     """
 
     def __init__(self, task="program"):
-        self.task = _checks.one_of("task", task, TASKS)
+        self.task = validation.one_of("task", task, TASKS)
         self.steps = 2 if task == "addition" else 5
 
     def programs(self, n, split="train", seed=None):
         """`n` programs `(tokens, values)`: a list of token tuples and an
         int64 array of values `(n, steps)`, integers of the split's range."""
-        _checks.one_of("split", split, tuple(SPLITS))
-        n = _checks.positive_int("n", n)
+        validation.one_of("split", split, tuple(SPLITS))
+        n = validation.positive_int("n", n)
         rng = np.random.default_rng(seed)
         low, high = SPLITS[split]
         values = rng.integers(low, high, size=(n, self.steps))

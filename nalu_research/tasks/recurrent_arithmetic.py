@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from nalu_research import _checks
+from keras_nalu import validation
 from nalu_research.tasks.static_arithmetic import FreshBatches, StaticArithmetic
 
 SPLITS = ("train", "interpolation", "extrapolation")
@@ -75,8 +75,8 @@ class RecurrentArithmetic:
         self.operation, self.input_size = operation, self.static.input_size
         self.a_slice, self.b_slice = self.static.a_slice, self.static.b_slice
         self.value_range = self.static.interpolation_range
-        self.train_length = _checks.positive_int("train_length", train_length)
-        self.extrapolation_length = _checks.positive_int(
+        self.train_length = validation.positive_int("train_length", train_length)
+        self.extrapolation_length = validation.positive_int(
             "extrapolation_length", extrapolation_length
         )
         self.seed = seed
@@ -87,8 +87,8 @@ class RecurrentArithmetic:
 
     def sample(self, n, split="train", seed=None):
         """`n` sequences `(x, y)` of a split, float32, reproducible by `seed`."""
-        _checks.one_of("split", split, SPLITS)
-        n = _checks.positive_int("n", n)
+        validation.one_of("split", split, SPLITS)
+        n = validation.positive_int("n", n)
         steps = (
             self.extrapolation_length
             if split == "extrapolation"

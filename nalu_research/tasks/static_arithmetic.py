@@ -6,7 +6,7 @@ import numbers
 import keras
 import numpy as np
 
-from nalu_research import _checks
+from keras_nalu import validation
 
 OPERATIONS = {
     "add": lambda a, b: a + b,
@@ -104,8 +104,8 @@ class StaticArithmetic:
         extrapolation_range=(2.0, 6.0),
         seed=0,
     ):
-        self.operation = _checks.one_of("operation", operation, OPERATIONS)
-        self.input_size = _checks.positive_int("input_size", input_size)
+        self.operation = validation.one_of("operation", operation, OPERATIONS)
+        self.input_size = validation.positive_int("input_size", input_size)
         self.subset_ratio = _fraction("subset_ratio", subset_ratio, low=0.0)
         self.overlap_ratio = _fraction("overlap_ratio", overlap_ratio)
         self.interpolation_range = check_range(
@@ -143,8 +143,8 @@ class StaticArithmetic:
         "train" and "interpolation" draw from `interpolation_range`,
         "extrapolation" from `extrapolation_range`.
         """
-        _checks.one_of("split", split, SPLITS)
-        n = _checks.positive_int("n", n)
+        validation.one_of("split", split, SPLITS)
+        n = validation.positive_int("n", n)
         value_range = (
             self.extrapolation_range
             if split == "extrapolation"
@@ -170,10 +170,10 @@ class FreshBatches(keras.utils.PyDataset):
     def __init__(self, task, batch_size, steps, seed, start=0):
         super().__init__()
         self.task = task
-        self.batch_size = _checks.positive_int("batch_size", batch_size)
-        self.steps = _checks.positive_int("steps", steps)
+        self.batch_size = validation.positive_int("batch_size", batch_size)
+        self.steps = validation.positive_int("steps", steps)
         self.seed = seed
-        self.start = _checks.non_negative_int("start", start)
+        self.start = validation.non_negative_int("start", start)
 
     def __len__(self):
         return self.steps

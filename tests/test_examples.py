@@ -1,3 +1,4 @@
+import importlib
 import json
 import os
 import re
@@ -96,7 +97,38 @@ def test_static_arithmetic_demo_rejects_bad_arguments(tmp_path):
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2
-    assert "--steps must be a positive integer" in result.stderr
+    assert "argument --steps: expected a positive integer, got '0'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "experiment, args, message",
+    [
+        ("static_arithmetic", ["--runs", "0"],
+         "argument --runs: expected a positive integer, got '0'"),
+        ("static_arithmetic", ["--eval-size", "x"],
+         "argument --eval-size: expected a positive integer, got 'x'"),
+        ("static_arithmetic", ["--learning-rate", "0"],
+         "argument --learning-rate: expected a finite number greater than 0 "
+         "(at least 1.2e-38), got '0'"),
+        ("mystery_arithmetic", ["--epochs", "0"],
+         "argument --epochs: expected a positive integer, got '0'"),
+        ("mystery_arithmetic", ["--test-size", "-3"],
+         "argument --test-size: expected a positive integer, got '-3'"),
+        ("recurrent_arithmetic", ["--seeds", "0"],
+         "argument --seeds: expected a positive integer, got '0'"),
+        ("recurrent_arithmetic", ["--steps", "2.5"],
+         "argument --steps: expected a positive integer, got '2.5'"),
+        ("identity_extrapolation", ["--learning-rate", "inf"],
+         "argument --learning-rate: expected a finite number greater than 0 "
+         "(at least 1.2e-38), got 'inf'"),
+    ],
+)  # fmt: skip
+def test_experiments_reject_each_bad_argument(capsys, experiment, args, message):
+    module = importlib.import_module(f"nalu_research.experiments.{experiment}")
+    with pytest.raises(SystemExit) as exit_info:
+        module.parse_args(args)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 # Slow (three runs of the example, about 35 s): `make test` keeps the

@@ -219,4 +219,4 @@ def test_example_rejects_bad_arguments(tmp_path):
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2
-    assert "--seeds must be a positive integer" in result.stderr
+    assert "argument --seeds: expected a positive integer, got '0'" in result.stderr

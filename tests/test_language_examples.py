@@ -224,9 +224,19 @@ def load_example(script):
         ("number_translation.py", ["--learning-rate-drop", "100", "0"],
          "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, got 100 0"),
         ("program_evaluation.py", ["--seeds", "0"],
-         "--seeds must be a positive integer, got 0"),
+         "argument --seeds: expected a positive integer, got '0'"),
+        ("program_evaluation.py", ["--eval-size", "1.5"],
+         "argument --eval-size: expected a positive integer, got '1.5'"),
+        ("program_evaluation.py", ["--seed", "-1"],
+         "argument --seed: expected an integer >= 0, got '-1'"),
         ("program_evaluation.py", ["--learning-rate", "-1"],
-         "--learning-rate must be greater than 0, got -1.0"),
+         "argument --learning-rate: expected a finite number greater than 0 "
+         "(at least 1.2e-38), got '-1'"),
+        ("program_evaluation.py", ["--clipnorm", "nan"],
+         "argument --clipnorm: expected a finite number greater than 0 "
+         "(at least 1.2e-38), got 'nan'"),
+        ("program_evaluation.py", ["--steps", "10", "--eval-every", "20"],
+         "--eval-every must be at most --steps (10), got 20"),
         ("program_evaluation.py", ["--task", "sort"], "invalid choice: 'sort'"),
     ],
 )  # fmt: skip

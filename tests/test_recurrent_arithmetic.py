@@ -112,6 +112,15 @@ def test_our_products_run_only_when_named():
     assert parse_args(["--models", "nau-nmu"]).models == ["nau-nmu"]
 
 
+@pytest.mark.research  # parse_args checks that matplotlib can draw the plot
+def test_seeds_and_steps_not_given_come_from_the_defaults_or_quick():
+    from nalu_research.experiments.recurrent_arithmetic import parse_args
+
+    assert (parse_args([]).seeds, parse_args([]).steps) == (3, 5000)
+    quick = parse_args(["--quick", "--seeds", "2"])
+    assert (quick.seeds, quick.steps) == (2, 2000)
+
+
 @pytest.mark.research  # plots with matplotlib
 def test_nau_nmu_learns_an_exact_square_that_snaps(tmp_path):
     # The NAUCell's two running sums (centered gradient) under an NMU whose

@@ -33,4 +33,4 @@ def test_serving_benchmark_rejects_bad_arguments():
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 2
-    assert "--requests must be a positive integer" in result.stderr
+    assert "argument --requests: expected a positive integer, got '0'" in result.stderr

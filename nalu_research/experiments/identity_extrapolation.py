@@ -57,6 +57,8 @@ from nalu_research.cli import (
     epoch_steps,
     is_chief,
     mean_over_steps,
+    positive_float,
+    positive_int,
     report,
     steps_per_execution,
     stream_epochs,
@@ -99,11 +101,14 @@ TRAINING_ARGUMENTS = (
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--seeds", type=int, default=3, help="models per architecture (seeds 1..N)"
+        "--seeds",
+        type=positive_int,
+        default=3,
+        help="models per architecture (seeds 1..N)",
     )
-    parser.add_argument("--steps", type=int, default=10_000)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--learning-rate", type=float, default=1e-2)
+    parser.add_argument("--steps", type=positive_int, default=10_000)
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--learning-rate", type=positive_float, default=1e-2)
     parser.add_argument(
         "--optimizer",
         default="amsgrad",
@@ -133,11 +138,6 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.steps = QUICK["seeds"], QUICK["steps"]
-    for name in ("seeds", "steps", "batch_size"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
-    if not args.learning_rate > 0:
-        parser.error("--learning-rate must be greater than 0")
     args.png = png_path(args)
     return args
 

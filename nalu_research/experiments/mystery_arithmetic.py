@@ -61,6 +61,7 @@ from nalu_research.cli import (
     add_training_arguments,
     create_strategy,
     is_chief,
+    positive_int,
     report,
 )
 from nalu_research.monitoring import (
@@ -192,10 +193,10 @@ def epoch_batches(x, y, batch_size, seed):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epochs", type=int, default=250)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--train-size", type=int, default=1000)
-    parser.add_argument("--test-size", type=int, default=1000)
+    parser.add_argument("--epochs", type=positive_int, default=250)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--train-size", type=positive_int, default=1000)
+    parser.add_argument("--test-size", type=positive_int, default=1000)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument(
         "--division",
@@ -221,9 +222,6 @@ def parse_args(argv=None):
     add_training_arguments(parser, "mystery_arithmetic")
     add_backend_argument(parser, "mystery_arithmetic")
     args = parser.parse_args(argv)
-    for name in ("epochs", "batch_size", "train_size", "test_size"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if args.train_size < 2 and any(
         loss_kind(model, args.loss) == "normalized" for model in args.models
     ):

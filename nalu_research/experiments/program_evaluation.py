@@ -53,6 +53,9 @@ from nalu_research.cli import (
     can_export,
     create_strategy,
     is_chief,
+    non_negative_int,
+    positive_float,
+    positive_int,
     report,
 )
 from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell
@@ -191,14 +194,16 @@ def parse_args(argv=None):
     parser.add_argument(
         "--models", nargs="+", default=list(MODELS), choices=list(MODELS)
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", type=int, default=3, help="runs per model")
-    parser.add_argument("--steps", type=int, default=6000)
-    parser.add_argument("--eval-every", type=int, default=500)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--size", type=int, default=32, help="LSTM/UGRNN units")
-    parser.add_argument("--learning-rate", type=float, default=0.03)
-    parser.add_argument("--clipnorm", type=float, default=1.0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--seeds", type=positive_int, default=3, help="runs per model")
+    parser.add_argument("--steps", type=positive_int, default=6000)
+    parser.add_argument("--eval-every", type=positive_int, default=500)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument(
+        "--size", type=positive_int, default=32, help="LSTM/UGRNN units"
+    )
+    parser.add_argument("--learning-rate", type=positive_float, default=0.03)
+    parser.add_argument("--clipnorm", type=positive_float, default=1.0)
     parser.add_argument("--loss", default="mse", choices=["mse", "mae"])
     parser.add_argument(
         "--schedule",
@@ -211,7 +216,7 @@ def parse_args(argv=None):
         action="store_true",
         help="give the NALU's multiplicative path its own weights",
     )
-    parser.add_argument("--eval-size", type=int, default=1000)
+    parser.add_argument("--eval-size", type=positive_int, default=1000)
     parser.add_argument(
         "--export-dir",
         type=output_folder_name,
@@ -223,25 +228,11 @@ def parse_args(argv=None):
     add_training_arguments(parser, "program_evaluation")
     add_backend_argument(parser, "program_evaluation")
     args = parser.parse_args(argv)
-    for name in ("seeds", "steps", "eval_every", "batch_size", "size", "eval_size"):
-        if getattr(args, name) <= 0:
-            parser.error(
-                f"--{name.replace('_', '-')} must be a positive integer, "
-                f"got {getattr(args, name)}"
-            )
-    if args.seed < 0:
-        parser.error(f"--seed must be an integer >= 0, got {args.seed}")
     if args.eval_every > args.steps:
         parser.error(
             f"--eval-every must be at most --steps ({args.steps}), "
             f"got {args.eval_every}"
         )
-    for name in ("learning_rate", "clipnorm"):
-        if not getattr(args, name) > 0:
-            parser.error(
-                f"--{name.replace('_', '-')} must be greater than 0, "
-                f"got {getattr(args, name)}"
-            )
     if args.export_dir is None:
         args.export_dir = f"saved_models/program_evaluation_{args.task}"
     if args.json is None:

@@ -54,6 +54,7 @@ from nalu_research.cli import (
     create_strategy,
     epoch_steps,
     is_chief,
+    positive_int,
     report,
     stream_epochs,
 )
@@ -164,10 +165,12 @@ def parse_args(argv=None):
         default=[m for m in MODELS if m not in OPT_IN],
         help=f"default: all but {', '.join(OPT_IN)}",
     )
-    parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 3)")
-    parser.add_argument("--steps", type=int, help="training steps (default 5,000)")
+    parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 3)")
+    parser.add_argument(
+        "--steps", type=positive_int, help="training steps (default 5,000)"
+    )
     parser.add_argument("--learning-rate", type=float, default=1e-2)
-    parser.add_argument("--eval-size", type=int, default=1000)
+    parser.add_argument("--eval-size", type=positive_int, default=1000)
     parser.add_argument(
         "--quick", action="store_true", help="a+b and a*b, 1 seed, 2,000 steps"
     )
@@ -181,9 +184,6 @@ def parse_args(argv=None):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in ("seeds", "steps", "eval_size"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     args.png = png_path(args)
     return args
 

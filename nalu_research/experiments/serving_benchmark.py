@@ -36,16 +36,21 @@ STATIC = ("dense", "nalu", "dense_xla", "nalu_xla")  # batch-1 and batch-1,024 m
 
 
 def parse_args(argv=None):
+    serving = "--serve" in (sys.argv[1:] if argv is None else argv)
+    if serving:  # the fresh serving process, which must not import keras_nalu
+        positive_int = int  # and is given --serve only
+    else:
+        from nalu_research.cli import add_backend_argument, positive_int
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--requests",
-        type=int,
+        type=positive_int,
         default=2000,
         help="batch-1 requests per model (default 2,000)",
     )
     parser.add_argument(
         "--rounds",
-        type=int,
+        type=positive_int,
         default=5,
         help="interleaved rounds of measurement (default 5)",
     )
@@ -58,16 +63,9 @@ def parse_args(argv=None):
     parser.add_argument(
         "--serve", nargs=2, metavar=("MODELS_DIR", "SETTINGS"), help=argparse.SUPPRESS
     )  # the fresh serving process
-    if "--serve" not in (sys.argv[1:] if argv is None else argv):
-        # Not in the serving process, which must not import keras_nalu.
-        from nalu_research.cli import add_backend_argument
-
+    if not serving:
         add_backend_argument(parser, "serving_benchmark")
-    args = parser.parse_args(argv)
-    for name in ("requests", "rounds"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name} must be a positive integer")
-    return args  # fmt: skip
+    return parser.parse_args(argv)
 
 
 def export_models(folder, seed=0):

@@ -47,6 +47,8 @@ from nalu_research.cli import (
     create_strategy,
     epoch_steps,
     is_chief,
+    positive_float,
+    positive_int,
     report,
     steps_per_execution,
     stream_epochs,
@@ -107,10 +109,10 @@ def parse_args(argv=None):
         default=0,
         help="fixes the task and the random baseline; runs use seed+1, ...",
     )
-    parser.add_argument("--runs", type=int, default=5, help="seeds per model")
-    parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--learning-rate", type=float, default=1e-2)
+    parser.add_argument("--runs", type=positive_int, default=5, help="seeds per model")
+    parser.add_argument("--steps", type=positive_int, default=20_000)
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--learning-rate", type=positive_float, default=1e-2)
     parser.add_argument(
         "--models",
         nargs="+",
@@ -118,7 +120,7 @@ def parse_args(argv=None):
         choices=list(MODEL_KEYS),
         help="which models to train (default: both)",
     )
-    parser.add_argument("--eval-size", type=int, default=10_000)
+    parser.add_argument("--eval-size", type=positive_int, default=10_000)
     add_training_arguments(parser, "static_arithmetic", checkpoint_every=1000)
     add_backend_argument(parser, "static_arithmetic")
     parser.add_argument(
@@ -136,11 +138,6 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.json is None:
         args.json = Path(f"results/static_arithmetic_{args.operation}.json")
-    for name in ("runs", "steps", "batch_size", "eval_size"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
-    if not args.learning_rate > 0:
-        parser.error("--learning-rate must be greater than 0")
     args.png = png_path(args)
     return args
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import keras
 
 from keras_nalu.training import moving_averages, training_step
+from keras_nalu.validation import invalid
 
 INSTALL_RESEARCH = (
     'install the research extra (pip install "keras-neural-arithmetic[research]"; '
@@ -106,6 +107,42 @@ def save_json(data, path):
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(data, indent=1, default=str))
     partial.replace(path)
+
+
+def markdown_table(header, rows):
+    """The lines of a markdown table: `header` (the column names), the
+    separator, then each row of `rows` (each a sequence of cells, converted
+    with str, as many as the header's; an empty cell prints as `| |`).
+
+    >>> markdown_table(["a", "b"], [[1, 2]])
+    ['| a | b |', '|---|---|', '| 1 | 2 |']
+    >>> for line in markdown_table(["", "x"], [["y", ""]]):
+    ...     print(line)
+    | | x |
+    |---|---|
+    | y | |
+    >>> try:
+    ...     markdown_table(["a", "b"], [[1, 2], [3]])
+    ... except ValueError as error:
+    ...     error.name, error.expected
+    ('rows[1]', '2 cells, as many as the header (it has 1)')
+    """
+    header = [str(cell) for cell in header]
+    lines = [_markdown_row(header), "|" + "---|" * len(header)]
+    for index, row in enumerate(rows):
+        cells = [str(cell) for cell in row]
+        if len(cells) != len(header):
+            raise invalid(
+                f"rows[{index}]",
+                f"{len(header)} cells, as many as the header (it has {len(cells)})",
+                row,
+            )
+        lines.append(_markdown_row(cells))
+    return lines
+
+
+def _markdown_row(cells):
+    return "|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|"
 
 
 def add_tensorboard_argument(parser):

@@ -109,3 +109,17 @@ def test_tensorboard_scalars_write_the_finite_numbers_at_their_step(tmp_path):
     assert tensorboard_scalars(tmp_path) == {
         "run": {"train/loss": [10], "train/digits": [10, 20]}
     }
+
+
+def test_a_markdown_table_has_its_header_separator_and_rows():
+    lines = monitoring.markdown_table(["op", "NAU"], [["a+b", 0.5], ("a*b", "")])
+    assert lines == ["| op | NAU |", "|---|---|", "| a+b | 0.5 |", "| a*b | |"]
+    assert monitoring.markdown_table(["a"], []) == ["| a |", "|---|"]
+
+
+@pytest.mark.parametrize("row", [["a+b"], ["a+b", 1, 2]])
+def test_a_row_without_a_cell_for_each_column_is_refused(row):
+    with pytest.raises(
+        ValueError, match=rf"`rows\[1\]`, expected 2 cells.*has {len(row)}"
+    ):
+        monitoring.markdown_table(["op", "NAU"], [["a*b", 1], row])

@@ -32,7 +32,7 @@ from nalu_research.cli import (
     positive_float,
     positive_int,
 )
-from nalu_research.monitoring import output_file, save_json
+from nalu_research.monitoring import markdown_table, output_file, save_json
 from nalu_research.seed_batched import (
     SMALL_SPLIT,
     StaticBenchmark,
@@ -123,28 +123,27 @@ def run(args):
 
 def report(runs):
     """The table of the two arms, printed; returns its lines."""
-    lines = [
-        "| arm | runs | solved (strict) | Wilson 95% | solved at, median |",
-        "|---|---|---|---|---|",
-    ]
+    arms = []
     for arm in ("moved", "projected"):
         mine = [r for r in runs if r["arm"] == arm]
         solved = sum(r["success"] for r in mine)
         low, high = wilson_interval(solved, len(mine))
         at = sorted(r["solved_at"] for r in mine if r["solved_at"] is not None)
         median = f"{at[len(at) // 2]:,}" if at else "-"
-        lines.append(
-            f"| {arm} | {len(mine)} | {solved}/{len(mine)} | [{low:.2f}, {high:.2f}] "
-            f"| {median} |"
-        )
-    lines += ["", "| seed | arm | split drawn | split moved | solved | solved at |"]
-    lines.append("|---|---|---|---|---|---|")
+        interval = f"[{low:.2f}, {high:.2f}]"
+        arms.append([arm, len(mine), f"{solved}/{len(mine)}", interval, median])
+    seeds = []
     for r in runs:
         at = "-" if r["solved_at"] is None else f"{r['solved_at']:,}"
-        lines.append(
-            f"| {r['seed']} | {r['arm']} | {r['split_drawn']:+.3f} | "
-            f"{r['split_moved']:+.3f} | {r['success']} | {at} |"
-        )
+        drawn, moved = f"{r['split_drawn']:+.3f}", f"{r['split_moved']:+.3f}"
+        seeds.append([r["seed"], r["arm"], drawn, moved, r["success"], at])
+    lines = markdown_table(
+        ["arm", "runs", "solved (strict)", "Wilson 95%", "solved at, median"], arms
+    )
+    lines.append("")
+    lines += markdown_table(
+        ["seed", "arm", "split drawn", "split moved", "solved", "solved at"], seeds
+    )
     print("\n".join(lines))
     return lines
 

@@ -53,6 +53,7 @@ from nalu_research.cli import (
     worker_index,
 )
 from nalu_research.monitoring import (
+    markdown_table,
     output_file_name,
     png_path,
     pyplot,
@@ -342,15 +343,12 @@ def tables(results, args):
         by.setdefault((r["operation"], r["model"]), []).append(r)
 
     def table(title, cell_of):
-        lines = ["", title, ""]
-        lines.append(
-            "| op | " + " | ".join(display_name(m) for m in args.models) + " |"
-        )
-        lines.append("|---" * (len(args.models) + 1) + "|")
-        for op in args.operations:
-            cells = [cell_of(by[op, m], op, m) for m in args.models]
-            lines.append(f"| {SYMBOLS[op]} | " + " | ".join(cells) + " |")
-        return lines
+        rows = [
+            [SYMBOLS[op], *(cell_of(by[op, m], op, m) for m in args.models)]
+            for op in args.operations
+        ]
+        header = ["op", *(display_name(m) for m in args.models)]
+        return ["", title, "", *markdown_table(header, rows)]
 
     def paper_scale(split, index):
         def cell_of(runs, op, model):
@@ -393,9 +391,8 @@ def tables(results, args):
     marks = sorted({n for n in SOLVED_BY if n <= args.iterations} | {args.iterations})
     lines += ["", "Fraction of seeds solved by iteration N (extrapolation first "
               "below the threshold; Madsen & Johansen's published fraction of "
-              "100 seeds in brackets):", "",
-              "| model, op | " + " | ".join(f"{n:,}" for n in marks) + " |",
-              "|---" * (len(marks) + 1) + "|"]  # fmt: skip
+              "100 seeds in brackets):", ""]  # fmt: skip
+    rows = []
     for model in args.models:
         for op in args.operations:
             runs = by[op, model]
@@ -405,9 +402,8 @@ def tables(results, args):
                 + (f" ({theirs[n]:.2f})" if n in theirs else "")
                 for n in marks
             ]
-            name = f"{display_name(model)}, {SYMBOLS[op]}"
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines
+            rows.append([f"{display_name(model)}, {SYMBOLS[op]}", *cells])
+    return lines + markdown_table(["model, op", *(f"{n:,}" for n in marks)], rows)
 
 
 # The iterations at which the solved-by table reports.

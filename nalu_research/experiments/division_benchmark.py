@@ -62,6 +62,7 @@ from nalu_research.cli import (
 )
 from nalu_research.monitoring import (
     add_output_arguments,
+    markdown_table,
     output_folder_name,
     png_path,
     pyplot,
@@ -227,9 +228,8 @@ def tables(results, args):
     lines = ["", "Success by range (extrapolation MSE below "
              f"{args.threshold:g} at the best interpolation evaluation; Wilson "
              "95% interval), the median iteration first solved, and the runs "
-             "that snapped to exact weights:", "",
-             "| range | interpolation | extrapolation | solved | median solved at "
-             "| snapped |", "|---|---|---|---|---|---|"]  # fmt: skip
+             "that snapped to exact weights:", ""]  # fmt: skip
+    rows = []
     for index in args.ranges:
         runs = [r for r in results if r["range"] == index]
         wins = sum(r["success"] for r in runs)
@@ -238,12 +238,18 @@ def tables(results, args):
         median = f"{int(np.median(at)):,}" if at else "-"
         snapped = sum(r["formula"] is not None for r in runs)
         interpolation, extrapolation = RANGES[index]
-        lines.append(
-            f"| {index} | {describe_range(interpolation)} "
-            f"| {describe_range(extrapolation)} "
-            f"| {wins}/{len(runs)} [{low:.2f}, {high:.2f}] | {median} "
-            f"| {snapped}/{len(runs)} |"
+        rows.append(
+            [
+                index,
+                describe_range(interpolation),
+                describe_range(extrapolation),
+                f"{wins}/{len(runs)} [{low:.2f}, {high:.2f}]",
+                median,
+                f"{snapped}/{len(runs)}",
+            ]
         )
+    header = ["range", "interpolation", "extrapolation", "solved"]
+    lines += markdown_table([*header, "median solved at", "snapped"], rows)
     wins = sum(r["success"] for r in results)
     low, high = wilson_interval(wins, len(results))
     lines += ["", f"All ranges, one {UNITS[args.unit]['name']}: {wins}/"

@@ -50,6 +50,7 @@ from nalu_research.cli import (
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     png_path,
     pyplot,
     save_json,
@@ -287,8 +288,7 @@ def print_tables(rows, args):
             f"{'+-' if operation.startswith('signed') else ''}"
             f"U[{EXTRAPOLATION_RANGE[0]:g}, {EXTRAPOLATION_RANGE[1]:g}]\n"
         )
-        print("| unit | " + " | ".join(heads) + " | <= 1e-6 | <= 1e-4 |")
-        print("|---" * (len(heads) + 3) + "|")
+        table = []
         for row in rows:
             if row["operation"] != operation:
                 continue
@@ -296,20 +296,21 @@ def print_tables(rows, args):
             marks.append(row["errors"]["final"])
             cells = [cell(m["extrapolation"]) for m in marks]
             name = row["unit"] + (" (diverged)" if row["diverged"] else "")
-            print(f"| {name} | " + " | ".join(cells + counts(marks[-1])) + " |")
+            table.append([name, *cells, *counts(marks[-1])])
             if "snapped" in row:
                 snapped = row["snapped"]
                 verified = sum(snapped["verified"])
-                print(
-                    f"| {row['unit']} + snap_weights ({verified}/"
-                    f"{len(snapped['verified'])} verified) | "
-                    + " | ".join(
-                        ["-"] * (len(heads) - 1)
-                        + [cell(snapped["extrapolation"])]
-                        + counts(snapped)
-                    )
-                    + " |"
+                table.append(
+                    [
+                        f"{row['unit']} + snap_weights ({verified}/"
+                        f"{len(snapped['verified'])} verified)",
+                        *["-"] * (len(heads) - 1),
+                        cell(snapped["extrapolation"]),
+                        *counts(snapped),
+                    ]
                 )
+        header = ["unit", *heads, "<= 1e-6", "<= 1e-4"]
+        print("\n".join(markdown_table(header, table)))
         print()
     print(
         "'+ snap_weights': each seed's trained layer snapped to exact weights "

@@ -582,6 +582,8 @@ def _sci(value):
 
 def report(results):
     """`docs/gpu.md`'s text from the results of `run_check`."""
+    from nalu_research.monitoring import markdown_table
+
     machine = results["machine"]
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
     lines = [
@@ -603,19 +605,26 @@ def report(results):
         "",
         "## The backend tests on the GPU",
         "",
-        "| backend | passed | failed | skipped | need TensorFlow (not on the machine) "
-        "| wall time |",
-        "|---|---|---|---|---|---|",
     ]
+    tests = []
     for variant, counts in results["tests"].items():
         if "error" in counts:
-            lines.append(f"| {variant} | {counts['error']} | | | | |")
+            tests.append([variant, counts["error"], "", "", "", ""])
             continue
-        lines.append(
-            f"| {variant} | {counts['passed']} | {counts['failed']} | "
-            f"{counts['skipped']} | {counts['needs_tensorflow']} | "
-            f"{counts['wall_seconds']:.0f} s |"
-        )
+        numbers = [counts[k] for k in ("passed", "failed", "skipped")]
+        numbers += [counts["needs_tensorflow"], f"{counts['wall_seconds']:.0f} s"]
+        tests.append([variant, *numbers])
+    lines += markdown_table(
+        [
+            "backend",
+            "passed",
+            "failed",
+            "skipped",
+            "need TensorFlow (not on the machine)",
+            "wall time",
+        ],
+        tests,
+    )
     failures = [f for c in results["tests"].values() for f in c.get("failures", [])]
     if failures:
         lines += ["", "Failures:", ""] + [f"- `{f}`" for f in failures]
@@ -647,10 +656,9 @@ def report(results):
         "## The demo's tasks: mean relative extrapolation error, median over "
         "the seeds [min, max]",
         "",
-        "| task | model | " + " | ".join(demo) + " |",
-        "|---|---|" + "---|" * len(demo),
     ]
     rows = next((r["rows"] for r in demo.values() if "rows" in r), [])
+    table = []
     for i, row in enumerate(rows):
         cells = []
         for result in demo.values():
@@ -660,26 +668,26 @@ def report(results):
             values = sorted(result["rows"][i]["extrapolation"])
             median = values[len(values) // 2]
             cells.append(f"{_sci(median)} [{_sci(values[0])}, {_sci(values[-1])}]")
-        lines.append(f"| {row['task']} | {row['model']} | " + " | ".join(cells) + " |")
+        table.append([row["task"], row["model"], *cells])
+    lines += markdown_table(["task", "model", *demo], table)
     engine = results["engine"]
     lines += [
         "",
         "## The seed-batched engine: ms per run-iteration (jax)",
         "",
-        "| model | runs | GPU | CPU | CPU / GPU |",
-        "|---|---|---|---|---|",
     ]
     gpu, cpu = engine.get("jax-gpu", {}), engine.get("jax-cpu", {})
     if "timings" in gpu and "timings" in cpu:
+        timings = []
         for g, c in zip(gpu["timings"], cpu["timings"], strict=True):
-            ratio = c["ms_per_run_iteration"] / g["ms_per_run_iteration"]
-            lines.append(
-                f"| {ENGINE_MODELS[g['model']]} | {g['runs']} | "
-                f"{g['ms_per_run_iteration']:.2e} | {c['ms_per_run_iteration']:.2e} "
-                f"| {ratio:.1f} |"
+            ms = g["ms_per_run_iteration"], c["ms_per_run_iteration"]
+            timings.append(
+                [ENGINE_MODELS[g["model"]], g["runs"], *(f"{t:.2e}" for t in ms)]
+                + [f"{ms[1] / ms[0]:.1f}"]
             )
     else:
-        lines.append(f"| {gpu.get('error', '')} {cpu.get('error', '')} | | | | |")
+        timings = [[f"{gpu.get('error', '')} {cpu.get('error', '')}", "", "", "", ""]]
+    lines += markdown_table(["model", "runs", "GPU", "CPU", "CPU / GPU"], timings)
     lines += ["", *anchor_report(results["anchor"])]
     return "\n".join(lines) + "\n"
 
@@ -687,17 +695,19 @@ def report(results):
 def _error_table(parts, value):
     """A table of `{variant: {"errors": {unit: ...}, "device": ...}}`, one
     column per variant, `value(errors, unit)` in each cell."""
-    lines = ["| | " + " | ".join(parts) + " |", "|---|" + "---|" * len(parts)]
+    from nalu_research.monitoring import markdown_table
+
     units = sorted({u for r in parts.values() for u in r.get("errors", {})})
+    rows = []
     for unit in units:
         cells = [
             r["error"] if "error" in r else _sci(value(r["errors"], unit))
             if unit in r["errors"] else "-"
             for r in parts.values()
         ]  # fmt: skip
-        lines.append(f"| {unit} | " + " | ".join(cells) + " |")
-    devices = [str(_cell(r, "device")) for r in parts.values()]
-    return lines + ["| device | " + " | ".join(devices) + " |"]
+        rows.append([unit, *cells])
+    devices = [_cell(r, "device") for r in parts.values()]
+    return markdown_table(["", *parts], [*rows, ["device", *devices]])
 
 
 def anchor_report(anchor):

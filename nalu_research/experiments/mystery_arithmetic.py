@@ -67,6 +67,7 @@ from nalu_research.cli import (
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     png_path,
     pyplot,
     save_json,
@@ -295,19 +296,18 @@ def main(argv=None):
             what=name + (", diverged" if result.divergence else ""),
         )
 
-    print(
-        "\n| model | train loss | test MSE | "
-        + " | ".join(f"test MSE of {SYMBOLS[op]} outputs" for op in ops_)
-        + " |"
-    )
-    print("|---" * (3 + len(ops_)) + "|")
-    for name, hist, per_kind, _, diverged in rows:
-        print(
-            f"| {name}{' (diverged)' if diverged else ''} | "
-            f"{hist['loss'][-1]:.4g} | {hist['test_mse'][-1]:.4g} | "
-            + " | ".join(f"{per_kind[op]:.4g}" for op in ops_)
-            + " |"
-        )
+    table = [
+        [
+            f"{name}{' (diverged)' if diverged else ''}",
+            f"{hist['loss'][-1]:.4g}",
+            f"{hist['test_mse'][-1]:.4g}",
+            *(f"{per_kind[op]:.4g}" for op in ops_),
+        ]
+        for name, hist, per_kind, _, diverged in rows
+    ]
+    header = ["model", "train loss", "test MSE"]
+    header += [f"test MSE of {SYMBOLS[op]} outputs" for op in ops_]
+    print("\n" + "\n".join(markdown_table(header, table)))
     threshold = task.success_threshold()
     print(
         f"\nSolved means a test MSE within 1% of {threshold:.3g}, that of a "

@@ -82,6 +82,7 @@ from nalu_research.layers import (
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     output_folder_name,
     png_path,
     pyplot,
@@ -712,24 +713,17 @@ def main(argv=None):
         "\nTable 3: mean absolute error, median over seeds of the configuration "
         "with the lowest median validation MAE (paper's values in brackets)\n"
     )
-    print(
-        "| model | size, lr | train MAE | validation MAE | test MAE "
-        "| test MAE per seed |"
-    )
-    print("|---|---|---|---|---|---|")
+    table = []
     papers = {model_name(k, args.readout): PAPER_TABLE_3[MODELS[k]] for k in MODELS}
     for name, (size, rate, runs) in chosen.items():
         medians = [np.median([r[0][s] for r in runs]) for s in data]
         paper = papers[name]
         per_seed = ", ".join(f"{r[0]['test']:.3g}" for r in runs)
         diverged = " (diverged)" if runs[0][0]["diverged"] else ""
-        print(
-            f"| {name} | {size}, {rate:g}{diverged} | "
-            + " | ".join(
-                f"{m:.3g} ({p:g})" for m, p in zip(medians, paper, strict=True)
-            )
-            + f" | {per_seed} |"
-        )
+        maes = [f"{m:.3g} ({p:g})" for m, p in zip(medians, paper, strict=True)]
+        table.append([name, f"{size}, {rate:g}{diverged}", *maes, per_seed])
+    header = ["model", "size, lr", "train MAE", "validation MAE", "test MAE"]
+    print("\n".join(markdown_table([*header, "test MAE per seed"], table)))
     if args.readout == "pairs":
         print(
             "\nThe models over word pairs are not the paper's (no LSTM, see "

@@ -62,6 +62,7 @@ from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     output_folder_name,
     png_path,
     pyplot,
@@ -300,8 +301,7 @@ def main(argv=None):
         "(each seed in brackets); train 2-digit, validation 3-digit, test "
         "4-digit integers\n"
     )
-    print("| model | train | validation | test |")
-    print("|---|---|---|---|")
+    table = []
     for name, runs in results.items():
         cells = []
         for split in SPLITS:
@@ -310,7 +310,8 @@ def main(argv=None):
             cells.append(f"{np.median(per_seed):.1f}% ({seeds_text})")
         diverged = [r["seed"] for r in runs if r["diverged"]]
         marker = f" (seed {', '.join(map(str, diverged))} diverged)" if diverged else ""
-        print(f"| {name}{marker} | " + " | ".join(cells) + " |")
+        table.append([f"{name}{marker}", *cells])
+    print("\n".join(markdown_table(["model", "train", "validation", "test"], table)))
     print(
         f"\nTrained {progress.total} runs in {seconds:.0f} s on the "
         f"{keras.backend.backend()} backend."

@@ -61,6 +61,7 @@ from nalu_research.cli import (
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     png_path,
     pyplot,
     save_json,
@@ -324,14 +325,13 @@ def main(argv=None):
                     {f"{split} error": fmt(errors[split]) for split in SPLITS},
                     what=what + (", diverged" if result.divergence else ""),
                 )
-    header = "| op | " + " | ".join(MODELS[m][0] for m in args.models) + " |"
+    header = ["op", *(MODELS[m][0] for m in args.models)]
     for split, index in (("interpolation", 0), ("extrapolation", 1)):
         print(
             f"\nMedian {split} error on the paper's scale over {args.seeds} seed(s) "
             "(paper's Table 1 in brackets; 100 is the random initialization):\n"
         )
-        print(header)
-        print("|---" * (len(args.models) + 1) + "|")
+        table = []
         for operation in args.operations:
             cells = []
             for model in args.models:
@@ -343,7 +343,8 @@ def main(argv=None):
                     + ("*" if any(r["diverged"] for r in runs) else "")
                     + (f" ({fmt(paper[index])})" if paper else "")
                 )
-            print(f"| {SYMBOLS[operation]} | " + " | ".join(cells) + " |")
+            table.append([SYMBOLS[operation], *cells])
+        print("\n".join(markdown_table(header, table)))
     snapped = [m for m in args.models if m in SNAPPED]
     if snapped:
         print(
@@ -352,8 +353,7 @@ def main(argv=None):
             "extrapolation error on the paper's scale, the trained model's "
             "where it refused, and how many seeds it verified:\n"
         )
-        print("| op | " + " | ".join(MODELS[m][0] for m in snapped) + " |")
-        print("|---" * (len(snapped) + 1) + "|")
+        table = []
         for operation in args.operations:
             cells = []
             for model in snapped:
@@ -364,7 +364,9 @@ def main(argv=None):
                 ]
                 count = sum(r["snapped"] for r in runs)
                 cells.append(f"{fmt(np.median(best))} ({count}/{len(runs)} snapped)")
-            print(f"| {SYMBOLS[operation]} | " + " | ".join(cells) + " |")
+            table.append([SYMBOLS[operation], *cells])
+        header = ["op", *(MODELS[m][0] for m in snapped)]
+        print("\n".join(markdown_table(header, table)))
     if any(r["diverged"] for r in results):
         print(
             "\n* includes a run that diverged (non-finite training loss; "

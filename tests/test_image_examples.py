@@ -305,7 +305,7 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
 @pytest.mark.parametrize(
     "experiment, argv, message",
     [
-        (mnist_counting, ["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+        (mnist_counting, ["--seed", "-1"], "--seed: expected an integer >= 0"),
         (
             mnist_counting,
             ["--learning-rate-drop", "5", "-1"],
@@ -320,7 +320,7 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
         (
             mnist_counting,
             ["--max-shift", "-1"],
-            "--max-shift must be an integer >= 0, got -1",
+            "--max-shift: expected an integer >= 0, got '-1'",
         ),
         (mnist_counting, ["--png", "{tmp}"], "--png: expected a file, got the folder"),
         (mnist_parity, ["--json", "{tmp}"], "--json: expected a file, got the folder"),

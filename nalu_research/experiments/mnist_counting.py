@@ -65,6 +65,7 @@ from nalu_research.cli import (
     is_chief,
     learning_rate,
     mean_over_steps,
+    non_negative_int,
     positive_float,
     positive_int,
     report,
@@ -129,7 +130,7 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--max-shift",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="move each training image by up to this many pixels in each "
         "direction, a fresh draw per batch (default 0: no augmentation)",
@@ -143,7 +144,7 @@ def parse_args(argv=None):
         default=500,
         help="test sequences per length above 1 (length 1 uses every test image)",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument(
         "--export-dir",
         type=output_folder_name,
@@ -153,10 +154,6 @@ def parse_args(argv=None):
     add_training_arguments(parser, "mnist_counting", checkpoint_every=500)
     add_backend_argument(parser, "mnist_counting")
     args = parser.parse_args(argv)
-    if args.seed < 0:
-        parser.error(f"--seed must be an integer >= 0, got {args.seed}")
-    if args.max_shift < 0:
-        parser.error(f"--max-shift must be an integer >= 0, got {args.max_shift}")
     if args.json is None:
         args.json = Path(f"results/mnist_{args.task}_{args.dataset}.json")
     args.png = png_path(args)

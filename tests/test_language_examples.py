@@ -216,6 +216,9 @@ def load_example(script):
          "(at least 1.2e-38), got '0'"),
         ("number_translation.py", ["--steps", "10", "--eval-every", "20"],
          "--eval-every must be at most --steps (10), got 20"),
+        ("number_translation.py", ["--readout", "pairs", "--embedding-size", "8"],
+         "--embedding-size has no use with --readout pairs, whose --sizes are "
+         "the embedding's; got --embedding-size 8"),
         ("number_translation.py", ["--readout", "configured", "--models", "nac"],
          "--models nac has no --readout configured: it reads nalu only"),
         ("number_translation.py",

@@ -589,6 +589,11 @@ def parse_args(argv=None):
             f"--learning-rate-drop STEP must be below --steps ({args.steps}), "
             f"got {args.learning_rate_drop[0]}"
         )
+    if args.readout == "pairs" and args.embedding_size is not None:
+        parser.error(
+            "--embedding-size has no use with --readout pairs, whose --sizes are "
+            f"the embedding's; got --embedding-size {args.embedding_size}"
+        )
     if args.models is None:
         args.models = ["lstm", *READOUTS[args.readout]]
     for key in args.models:

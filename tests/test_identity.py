@@ -211,12 +211,3 @@ def test_example_trains_prints_table_5_and_writes_the_plot_and_json(tmp_path):
         assert tags == {
             "loss": [10, 20], "table_mae": [10, 20], "train_range_mae": [10, 20]
         }  # fmt: skip
-
-
-def test_example_rejects_bad_arguments(tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--seeds", "0"],
-        capture_output=True, text=True, cwd=tmp_path,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert "argument --seeds: expected a positive integer, got '0'" in result.stderr

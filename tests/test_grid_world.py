@@ -158,10 +158,10 @@ def test_instructed_cell_round_trips_and_trains_its_unit(units):
 def test_instructed_cell_counter_counts_exactly():
     """The counter's state weights start at exactly 1: with its constant
     input's weight at 1 and the others at 0 it counts the steps exactly, for
-    any instruction and far past any episode's length."""
+    any instruction and far past any episode's length (30 steps)."""
     cell = InstructedLSTMCell(4, counter_units=1)
     layer = keras.layers.RNN(cell, return_state=True)
-    steps = 1000
+    steps = 300
     x = np.random.default_rng(0).normal(size=(3, steps, 6)).astype("float32")
     x[:, :, -1] = [[5.0], [19.0], [400.0]]  # the instruction
     layer(x[:, :2])  # builds the cell

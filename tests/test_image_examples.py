@@ -233,7 +233,7 @@ def test_counting_example_reads_the_encoder_log_softmax_when_asked(tmp_path):
 def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path, capsys):
     start = time.perf_counter()
     assert mnist_counting.main(["--data-dir", str(tmp_path / "none")]) == 2
-    assert time.perf_counter() - start < 30  # no download, no retries
+    assert time.perf_counter() - start < 60  # no download, no retries
     error = capsys.readouterr().err
     assert "MNIST is not prepared" in error
     assert "--dataset digits" in error and "--data-dir" in error

@@ -20,6 +20,9 @@ from keras_nalu import validation
 class Sparsity(keras.regularizers.Regularizer):
     """`strength * mean(min(|W|, 1 - |W|))` of `W` clipped to `[-1, 1]`.
 
+    The mean is over every element, whatever the weight's shape (a vector
+    such as a diagonal `NAUCell`'s `recurrent_kernel` too).
+
     The sparsity penalty of the NAU and the NMU (Madsen & Johansen, 2020),
     `keras_nalu.ops.sparsity_penalty`, as a Keras weight regularizer of
     constant weight: 0 when every weight is -1, 0 or 1, so it pulls a
@@ -37,7 +40,7 @@ class Sparsity(keras.regularizers.Regularizer):
         self.strength = validation.non_negative_float("strength", strength)
 
     def __call__(self, x):
-        w = nalu_ops.clip_weight(x, -1.0, 1.0)
+        w = ops.reshape(nalu_ops.clip_weight(x, -1.0, 1.0), (1, -1))
         return self.strength * ops.cast(nalu_ops.sparsity_penalty(w), "float32")
 
     def get_config(self):

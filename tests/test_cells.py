@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -53,6 +55,7 @@ def test_nau_cell_public_api(tmp_path):
             "kernel_regularizer": Sparsity(0.1),
             "recurrent_regularizer": Sparsity(1.0),
             "kernel_constraint": "non_neg",
+            "recurrent_constraint": "non_neg",
             "centered_gradient": True,
             "diagonal_state": True,
         },
@@ -62,16 +65,67 @@ def test_nau_cell_public_api(tmp_path):
     )
 
 
-def test_nau_cell_state_rows_start_at_the_recurrent_initializer():
+def numpy_weights(cell):
+    return [keras.ops.convert_to_numpy(w) for w in cell.weights]
+
+
+def test_nau_cell_state_weights_start_at_the_recurrent_initializer():
     cell = NAUCell(3, kernel_initializer="ones")
     cell.build((None, 2))
-    kernel = keras.ops.convert_to_numpy(cell.kernel)
-    np.testing.assert_array_equal(kernel, np.vstack([np.ones((2, 3)), np.eye(3)]))
+    assert [w.name for w in cell.weights] == ["kernel", "recurrent_kernel"]
+    kernel, recurrent = numpy_weights(cell)
+    np.testing.assert_array_equal(kernel, np.ones((2, 3)))
+    np.testing.assert_array_equal(recurrent, np.eye(3))
+    cell = NAUCell(3, kernel_initializer="ones", diagonal_state=True)
+    cell.build((None, 2))
+    np.testing.assert_array_equal(numpy_weights(cell)[1], np.ones(3))
     cell = NAUCell(3, kernel_initializer="ones", recurrent_initializer=None)
     cell.build((None, 2))
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(cell.kernel), 1.0)
+    np.testing.assert_array_equal(numpy_weights(cell)[1], np.ones((3, 3)))
     assert cell.get_config()["recurrent_initializer"] is None
     assert NAUCell.from_config(cell.get_config()).recurrent_initializer is None
+
+
+def test_nau_cell_input_weights_are_drawn_over_the_rows_of_input_and_state():
+    # One draw over [x_t, h_{t-1}], as the NAU over their concatenation: a
+    # fan-based initializer's range counts the state, and the cell draws the
+    # same numbers as when its state rows lived in its kernel.
+    keras.utils.set_random_seed(3)
+    cell = NAUCell(3, recurrent_initializer=None)
+    cell.build((None, 2))
+    keras.utils.set_random_seed(3)
+    nau = NAU(3)
+    nau.build((None, 5))
+    drawn = keras.ops.convert_to_numpy(nau.kernel)
+    kernel, recurrent = numpy_weights(cell)
+    np.testing.assert_array_equal(kernel, drawn[:2])
+    np.testing.assert_array_equal(recurrent, drawn[2:])
+
+
+# Saved by keras_nalu 0.x before the state weight was apart (`git show
+# 1324ad9`): `RNN(NAUCell(2))` and `RNN(NAUCell(2, diagonal_state=True))` over
+# 3 inputs, each one kernel of 5 rows with distinct values.
+OLD_LAYOUT = Path(__file__).parent / "data" / "nau_cell_kernel_layout.keras"
+
+
+def test_a_nau_cell_saved_with_its_state_rows_in_its_kernel_loads():
+    model = keras.saving.load_model(OLD_LAYOUT)
+    full, diagonal = (model.get_layer(n).cell for n in ("rnn_full", "rnn_diag"))
+    kernel, recurrent = numpy_weights(full)
+    np.testing.assert_array_equal(kernel, [[0.5, -0.25], [1.0, 0.0], [-1.0, 0.75]])
+    np.testing.assert_array_equal(recurrent, [[0.125, 1.0], [-0.5, 0.375]])
+    kernel, recurrent = numpy_weights(diagonal)
+    np.testing.assert_array_equal(kernel, [[0.25, 0.5], [-0.75, 1.0], [0.0, -0.125]])
+    np.testing.assert_array_equal(recurrent, [1.0, 0.875])  # the masked diagonal
+    # What the model computed when it was saved (printed then).
+    x = np.arange(12, dtype="float32").reshape(1, 4, 3) / 4
+    sequence, last = (keras.ops.convert_to_numpy(y) for y in model(x))
+    np.testing.assert_array_equal(
+        sequence[0],
+        [[-0.25, 0.375], [-0.09375, 0.640625], [0.16796875, 1.271484375],
+         [0.26025390625, 2.144775390625]],
+    )  # fmt: skip
+    np.testing.assert_array_equal(last, [[-3.0, 6.3087158203125]])
 
 
 @pytest.mark.parametrize("diagonal_state", [False, True])
@@ -84,11 +138,14 @@ def test_nau_cell_regularizes_its_input_and_state_rows_apart(diagonal_state):
     )
     rnn = keras.layers.RNN(cell)
     rnn(np.ones((1, 4, 1), "float32"))
-    cell.kernel.assign(np.array([[0.25, 0.5], [0.875, 0.25], [0.5, 0.75]], "float32"))
+    cell.kernel.assign(np.array([[0.25, 0.5]], "float32"))
     state = [0.125, 0.25] if diagonal_state else [0.125, 0.25, 0.5, 0.25]
-    (loss,) = rnn.losses
+    cell.recurrent_kernel.assign(
+        np.array(state if diagonal_state else [[0.875, 0.25], [0.5, 0.75]], "float32")
+    )
+    losses = [float(loss) for loss in rnn.losses]  # the kernel's, the state's
     np.testing.assert_allclose(
-        float(loss), np.mean([0.25, 0.5]) + 10 * np.mean(state), rtol=1e-6
+        losses, [np.mean([0.25, 0.5]), 10 * np.mean(state)], rtol=1e-6
     )
 
 
@@ -101,7 +158,7 @@ def test_nau_cell_takes_no_schedule():
     assert not hasattr(cell, "regularization_step")
     assert cell.penalty_schedule is None
     assert "regularization_start" not in cell.get_config()
-    assert [w.name for w in cell.weights] == ["kernel"]
+    assert [w.name for w in cell.weights] == ["kernel", "recurrent_kernel"]
 
 
 @pytest.mark.parametrize(
@@ -118,8 +175,10 @@ def test_cell_contract(cell_cls, layer_cls):
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(output), keras.ops.convert_to_numpy(new_state)
     )
-    # The weights read [x_t, h_{t-1}]: input_dim + units rows.
-    assert cell.trainable_weights[0].shape == (4 + 3, 3)
+    # The weights read [x_t, h_{t-1}]: input_dim + units rows (the NAUCell
+    # keeps the state's apart).
+    rows = [w.shape[0] for w in cell.trainable_weights if w.name != "gate_kernel"]
+    assert sum(rows) == (4 + 3) * (1 if cell_cls is NAUCell else 2)
     # Symbolic calls return the same structure, as Keras's own cells do.
     output, (new_state,) = cell_cls(3)(keras.Input((4,)), [keras.Input((3,))])
     assert tuple(output.shape) == (None, 3) and tuple(new_state.shape) == (None, 3)
@@ -149,7 +208,7 @@ def test_nau_cell_matches_a_numpy_loop():
     cell = NAUCell(2, kernel_initializer="random_normal")
     x = np.random.default_rng(0).uniform(-2, 2, size=(4, 5, 3)).astype("float32")
     y = keras.ops.convert_to_numpy(keras.layers.RNN(cell, return_sequences=True)(x))
-    w = np.clip(keras.ops.convert_to_numpy(cell.kernel), -1, 1)
+    w = np.clip(np.concatenate(numpy_weights(cell)), -1, 1)
     h = np.zeros((4, 2))
     for t in range(5):
         h = np.concatenate([x[:, t], h], -1) @ w
@@ -159,9 +218,13 @@ def test_nau_cell_matches_a_numpy_loop():
 def test_nau_cell_with_a_diagonal_state_reads_only_its_own_state():
     cell = NAUCell(2, kernel_initializer="random_normal", diagonal_state=True)
     cell.build((None, 3))
-    cell.kernel.assign(np.full((5, 2), 0.5, "float32"))  # off-diagonal too
+    assert cell.recurrent_kernel.shape == (2,)
+    cell.kernel.assign(np.full((3, 2), 0.5, "float32"))
+    cell.recurrent_kernel.assign(np.full((2,), 0.5, "float32"))
     w = keras.ops.convert_to_numpy(cell.effective_kernel)
-    np.testing.assert_array_equal(w, [[0.5, 0.5]] * 3 + [[0.5, 0.0], [0.0, 0.5]])
+    np.testing.assert_array_equal(w, [[0.5, 0.5]] * 3)
+    w_h = keras.ops.convert_to_numpy(cell.effective_recurrent_kernel)
+    np.testing.assert_array_equal(w_h, [0.5, 0.5])
     x = np.random.default_rng(0).uniform(-2, 2, size=(4, 5, 3)).astype("float32")
     y = keras.ops.convert_to_numpy(keras.layers.RNN(cell, return_sequences=True)(x))
     h = np.zeros((4, 2))
@@ -193,16 +256,15 @@ def test_nau_cell_learns_to_count_to_1000_exactly():
     model = keras.Sequential([keras.Input((None, 3)), keras.layers.RNN(cell)])
     model.compile(keras.optimizers.Adam(1e-2), "mse", steps_per_execution=20)
     model.fit(*counts(1000, 10), batch_size=50, epochs=150, verbose=0)
-    w = keras.ops.convert_to_numpy(model.layers[0].cell.effective_kernel)
-    np.testing.assert_allclose(np.diag(w[3:]), 1.0, atol=1e-6)  # the state weights
+    w_h = keras.ops.convert_to_numpy(model.layers[0].cell.effective_recurrent_kernel)
+    np.testing.assert_allclose(np.diag(w_h), 1.0, atol=1e-6)  # the state weights
 
     long = counts(20, 1000)
     snapped, report = snap_weights(model, {"length 1000": long})
     assert report["length 1000"]["after"] == 0.0
-    np.testing.assert_array_equal(
-        keras.ops.convert_to_numpy(snapped.layers[0].cell.effective_kernel),
-        np.vstack([np.eye(3), np.eye(3)]),
-    )
+    cell = snapped.layers[0].cell
+    for kernel in (cell.effective_kernel, cell.effective_recurrent_kernel):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(kernel), np.eye(3))
 
 
 @pytest.mark.parametrize("tied_weights", [True, False])

@@ -167,9 +167,9 @@ def test_instructed_cell_counter_counts_exactly():
     layer(x[:, :2])  # builds the cell
     kernel = np.zeros(cell.counter.kernel.shape, "float32")
     kernel[0, 0] = 1.0  # the constant 1; the instruction and h read 0
-    kernel[-1, 0] = keras.ops.convert_to_numpy(cell.counter.kernel)[-1, 0]
-    assert kernel[-1, 0] == 1.0  # the state weight's start: the identity
     cell.counter.kernel.assign(kernel)
+    # The state weight's start (the identity's diagonal), left as it is.
+    assert keras.ops.convert_to_numpy(cell.counter.recurrent_kernel).tolist() == [1.0]
     *_, counted = layer(x)
     assert keras.ops.convert_to_numpy(counted)[:, 0].tolist() == [steps] * 3
 

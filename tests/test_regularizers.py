@@ -67,9 +67,12 @@ def test_sparsity_adds_to_a_model_loss_once_per_batch():
     # however long the sequence.
     from keras_nalu import NAUCell
 
-    cell = NAUCell(1, kernel_initializer="zeros", kernel_regularizer=Sparsity(1.0))
+    cell = NAUCell(
+        1, kernel_regularizer=Sparsity(1.0), recurrent_regularizer=Sparsity(2.0)
+    )
     rnn = keras.layers.RNN(cell)
     rnn(np.ones((2, 50, 1), "float32"))
-    cell.kernel.assign(np.array([[0.25], [0.5]], "float32"))
-    (loss,) = rnn.losses
-    np.testing.assert_allclose(float(loss), np.mean([0.25, 0.5]), rtol=1e-6)
+    cell.kernel.assign(np.array([[0.25]], "float32"))
+    cell.recurrent_kernel.assign(np.array([[0.625]], "float32"))
+    losses = [float(loss) for loss in rnn.losses]
+    np.testing.assert_allclose(losses, [0.25, 2 * 0.375], rtol=1e-6)

@@ -107,19 +107,25 @@ class ArithmeticUnit(keras.layers.Layer):
             for (kind, module), value in zip(self._KINDS, values, strict=True):
                 setattr(self, f"{name}_{kind}", module.get(value))
 
-    def _add_weight_from_arguments(self, name, shape, arguments=None, bounds=None):
+    def _add_weight_from_arguments(
+        self, name, shape, arguments=None, bounds=None, initial=None
+    ):
         """Adds weight `name` of `shape`, set up by the arguments
         `{arguments}_initializer` etc. (`arguments` defaults to `name`); with
         `bounds = (low, high)` it is clipped to them after its constraint, after
-        every update."""
+        every update. `initial`, values drawn by the caller, replaces the
+        initializer."""
         arguments = arguments or name
         constraint = getattr(self, f"{arguments}_constraint")
         if bounds is not None:
             constraint = ClipAfter(*bounds, constraint)
+        initializer = getattr(self, f"{arguments}_initializer")
+        if initial is not None:
+            initializer = _Values(initial)
         return self.add_weight(
             name=name,
             shape=shape,
-            initializer=getattr(self, f"{arguments}_initializer"),
+            initializer=initializer,
             regularizer=getattr(self, f"{arguments}_regularizer"),
             constraint=constraint,
         )
@@ -315,3 +321,13 @@ def _assign(variable, value):
 
 def _numpy(value):
     return keras.ops.convert_to_numpy(value).astype(np.float64)
+
+
+class _Values:
+    """An initializer that returns values drawn beforehand."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __call__(self, shape, dtype=None):
+        return ops.cast(self.values, dtype) if dtype is not None else self.values

@@ -115,7 +115,11 @@ class NAU(SparseUnit):
     def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
-        w = self.effective_weights(weights)["kernel"]
+        return self._nau(x, self.effective_weights(weights)["kernel"], training)
+
+    def _nau(self, x, w, training):
+        """`x @ w`, its gradient of the batch-centered `x` with
+        `centered_gradient` in training."""
         if not (training and self.centered_gradient):
             return nalu_ops.nau(x, w)
         # The mean over the examples of each copy: every axis but the copies'

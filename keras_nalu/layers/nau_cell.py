@@ -1,4 +1,4 @@
-from typing import Any
+from typing import Any, ClassVar
 
 import keras
 import numpy as np
@@ -6,7 +6,12 @@ from keras import ops
 
 from keras_nalu import ops as nalu_ops
 from keras_nalu import validation
-from keras_nalu._types import ConstraintLike, InitializerLike, RegularizerLike
+from keras_nalu._types import (
+    ConstraintLike,
+    InitializerLike,
+    RegularizerLike,
+    Tensor,
+)
 from keras_nalu.layers._recurrent import RecurrentCellMixin
 from keras_nalu.layers._sparse_unit import DEFAULT_SCHEDULE
 from keras_nalu.layers.nau import NAU
@@ -29,45 +34,52 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
     once per batch outside the loop:
     `NAUCell(units, kernel_regularizer=keras_nalu.regularizers.Sparsity(0.01))`.
 
-    The state rows of the kernel start at `recurrent_initializer`, by
-    default the identity: the cell starts as a running sum of what its input
-    rows read, as Le et al.'s IRNN (2015) starts a ReLU RNN, and training
-    moves the input rows. On the digit counting task (a convnet under the
-    cell), the identity start reached a training loss of 0.23 in 2,000
-    steps where Madsen & Johansen's initializer on every row reached 0.72
-    (docs/experiments/mnist-counting.md).
+    The state weight is apart from the input kernel, as Keras's
+    `SimpleRNNCell` keeps its `recurrent_kernel`. It starts at
+    `recurrent_initializer`, by default the identity: the cell starts as a
+    running sum of what its input weights read, as Le et al.'s IRNN (2015)
+    starts a ReLU RNN, and training moves the input weights. On the digit
+    counting task (a convnet under the cell), the identity start reached a
+    training loss of 0.23 in 2,000 steps where Madsen & Johansen's
+    initializer on every weight reached 0.72
+    (docs/experiments/mnist-counting.md). The input kernel is drawn as the
+    first `input_dim` rows of one draw of `kernel_initializer` over the
+    rows of `[x_t, h_{t-1}]`, the unit it is, so that a fan-based
+    initializer's range counts the state too.
 
     With `diagonal_state=True` each unit reads only its own previous state,
     `h_t = x_t @ W_x + h_{t-1} * w_h` (the form of Li et al.'s IndRNN, 2018):
-    the state rows of the kernel are masked to their diagonal. A full state
-    block lets the units leak into one another; when their states are
-    correlated (sums of positive inputs grow together) the data hardly
-    tell the leaks apart, and any leak left makes the states grow
-    exponentially with the length. A counter or running sum needs only the
-    diagonal.
+    the recurrent kernel is the vector `w_h`. A full state matrix lets the
+    units leak into one another; when their states are correlated (sums of
+    positive inputs grow together) the data hardly tell the leaks apart,
+    and any leak left makes the states grow exponentially with the length.
+    A counter or running sum needs only the diagonal.
+
+    Models saved before the state weight was apart (one `kernel` of
+    `input_dim + units` rows) load: their rows are split on loading.
 
     Args:
         units: Positive integer, dimensionality of the output and state.
         kernel_initializer: Initializer for `kernel` (default: Madsen &
-            Johansen's, `keras_nalu.initializers.NAUUniform`); for its
-            first `input_dim` rows only unless `recurrent_initializer` is
-            None.
-        recurrent_initializer: Initializer for the last `units` rows of
-            `kernel`, which read `h_{t-1}` (default `"identity"`), or None
-            for `kernel_initializer`.
+            Johansen's, `keras_nalu.initializers.NAUUniform`), drawn over
+            the rows of `[x_t, h_{t-1}]` (see above).
+        recurrent_initializer: Initializer for `recurrent_kernel`, the
+            weights that read `h_{t-1}` (default `"identity"`; its diagonal
+            under `diagonal_state=True`), or None for the state rows of the
+            draw of `kernel_initializer`.
         kernel_regularizer: Regularizer for `kernel`, for example
-            `keras_nalu.regularizers.Sparsity`; for its first `input_dim`
-            rows only when `recurrent_regularizer` is given.
-        recurrent_regularizer: Regularizer for the state rows as the cell
-            applies them (clipped; only their diagonal, as a row, under
-            `diagonal_state=True`), for example `Sparsity(1.0)` to pull the
-            state weights to exactly 0 or 1 without pulling the input rows.
+            `keras_nalu.regularizers.Sparsity`.
+        recurrent_regularizer: Regularizer for `recurrent_kernel`, for
+            example `Sparsity(1.0)` to pull the state weights to exactly 0 or
+            1 without pulling the input weights.
         kernel_constraint: Constraint for `kernel`; the kernel is clipped to
             `[-1, 1]` after it.
-        centered_gradient: Boolean, whether training takes the kernel's
+        recurrent_constraint: Constraint for `recurrent_kernel`, which is
+            clipped to `[-1, 1]` after it.
+        centered_gradient: Boolean, whether training takes the kernels'
             gradient of the batch-centered `[x_t, h_{t-1}]` (see `NAU`).
         diagonal_state: Boolean, whether each unit reads only its own
-            previous state (the state rows masked to their diagonal).
+            previous state (`recurrent_kernel` a vector).
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -76,10 +88,12 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
         training: Whether the batch-centered gradient applies.
 
     Attributes:
-        kernel: Trainable weight of shape `(input_dim + units, units)`; the
-            first `input_dim` rows read `x_t`, the rest read `h_{t-1}`.
-        effective_kernel: `clip(kernel, -1, 1)`, with the state rows masked
-            to their diagonal under `diagonal_state=True` (read-only).
+        kernel: Trainable weight of shape `(input_dim, units)`, reading `x_t`.
+        recurrent_kernel: Trainable weight of shape `(units, units)`, reading
+            `h_{t-1}`; `(units,)` under `diagonal_state=True`.
+        effective_kernel: `clip(kernel, -1, 1)` (read-only).
+        effective_recurrent_kernel: `clip(recurrent_kernel, -1, 1)`
+            (read-only).
 
     Example:
 
@@ -97,15 +111,20 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
     """
 
     _scheduled = False
+    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
+        "kernel": (-1.0, 0.0, 1.0),
+        "recurrent_kernel": (-1.0, 0.0, 1.0),
+    }
 
     def __init__(
         self,
         units: int,
         kernel_initializer: InitializerLike = "keras_nalu>NAUUniform",
-        recurrent_initializer: InitializerLike = "identity",
+        recurrent_initializer: InitializerLike | None = "identity",
         kernel_regularizer: RegularizerLike | None = None,
         recurrent_regularizer: RegularizerLike | None = None,
         kernel_constraint: ConstraintLike | None = None,
+        recurrent_constraint: ConstraintLike | None = None,
         centered_gradient: bool = False,
         diagonal_state: bool = False,
         **kwargs: Any,
@@ -127,61 +146,94 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
             **kwargs,
         )
         self.diagonal_state = validation.boolean("diagonal_state", diagonal_state)
-        self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
-        self.recurrent_initializer = (
-            None
-            if recurrent_initializer is None
-            else keras.initializers.get(recurrent_initializer)
+        self._set_weight_arguments(
+            recurrent=(
+                recurrent_initializer,
+                recurrent_regularizer,
+                recurrent_constraint,
+            )
         )
 
     def build(self, input_shape):
-        super().build(input_shape)
-        rows = self.kernel.shape[0] - self.units
-        # The mask of `diagonal_state`, made once: `effective_kernel` runs at
-        # every time step.
-        self._state_mask = np.vstack([np.ones((rows, self.units)), np.eye(self.units)])
-        if self.recurrent_initializer is not None:
-            recurrent = self.recurrent_initializer(
-                (self.units, self.units), dtype=self.kernel.dtype
+        input_dim = validation.feature_dim(self, input_shape)
+        shape = (input_dim + self.units, self.units)
+        # One draw over the rows of [x_t, h_{t-1}] (see the class docstring).
+        drawn = self.kernel_initializer(shape, dtype=self.variable_dtype)
+        recurrent = (
+            drawn[input_dim:]
+            if self.recurrent_initializer is None
+            else self.recurrent_initializer(
+                (self.units, self.units), dtype=self.variable_dtype
             )
-            self.kernel.assign(ops.concatenate([self.kernel[:rows], recurrent], 0))
-        if self.recurrent_regularizer is not None:
-            # One weight, two regularizers: Keras evaluates this once per
-            # batch, outside the RNN's loop.
-            self.kernel.regularizer = self._regularization
-
-    def _regularization(self, kernel):
-        rows = kernel.shape[0] - self.units
-        state = nalu_ops.clip_weight(kernel[rows:], self.low, self.high)
+        )
         if self.diagonal_state:
-            state = ops.expand_dims(ops.diagonal(state), 0)
-        loss = self.recurrent_regularizer(state)
-        if self.kernel_regularizer is not None:
-            loss = loss + self.kernel_regularizer(kernel[:rows])
-        return loss
+            recurrent = ops.diagonal(recurrent)
+        bounds = (self.low, self.high)
+        self.kernel = self._add_weight_from_arguments(
+            "kernel", (input_dim, self.units), bounds=bounds, initial=drawn[:input_dim]
+        )
+        self.recurrent_kernel = self._add_weight_from_arguments(
+            "recurrent_kernel",
+            tuple(recurrent.shape),
+            arguments="recurrent",
+            bounds=bounds,
+            initial=recurrent,
+        )
+        self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
+
+    def load_own_variables(self, store: Any) -> None:
+        if len(store.keys()) == 1:
+            # Saved before the state weight was apart: one kernel whose last
+            # `units` rows read h_{t-1} (masked to their diagonal under
+            # `diagonal_state`).
+            saved = np.asarray(store["0"])
+            rows = saved.shape[0] - self.units
+            state = saved[rows:]
+            store = {
+                "0": saved[:rows],
+                "1": np.diagonal(state) if self.diagonal_state else state,
+            }
+        super().load_own_variables(store)
 
     def effective_weights(
         self, weights: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """The clipped kernel, its state rows masked to their diagonal with
-        `diagonal_state`."""
-        effective = super().effective_weights(weights)
+        """`{"kernel": clip(kernel), "recurrent_kernel": clip(recurrent_kernel)}`,
+        each clipped to `[-1, 1]`."""
+        weights = self.unit_weights() if weights is None else weights
+        return {
+            name: nalu_ops.clip_weight(weights[name], self.low, self.high)
+            for name in ("kernel", "recurrent_kernel")
+        }
+
+    @property
+    def effective_recurrent_kernel(self) -> Any:
+        """`clip(recurrent_kernel, -1, 1)` (read-only)."""
+        validation.check_built(self, "effective_recurrent_kernel")
+        return self.effective_weights()["recurrent_kernel"]
+
+    def _unit_kernel(self, effective):
+        """The matrix of the NAU over `[x_t, h_{t-1}]`: the input kernel over
+        the state weights (a diagonal matrix under `diagonal_state`)."""
+        state = effective["recurrent_kernel"]
         if self.diagonal_state:
-            w = effective["kernel"]
-            effective["kernel"] = w * ops.convert_to_tensor(
-                self._state_mask, dtype=w.dtype
-            )
-        return effective
+            eye = ops.eye(self.units, dtype=state.dtype)
+            state = ops.expand_dims(state, -2) * eye
+        return ops.concatenate([effective["kernel"], state], axis=-2)
+
+    def math(
+        self, x: Tensor, weights: dict[str, Any], training: bool = False
+    ) -> Tensor:
+        kernel = self._unit_kernel(self.effective_weights(weights))
+        return self._nau(x, kernel, training)
+
+    def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
+        kernel = self._unit_kernel(self.effective_weights())
+        return writer.sums(writer.matrix(kernel), h)
 
     def get_config(self):
-        config = super().get_config()
-        config["diagonal_state"] = self.diagonal_state
-        config["recurrent_regularizer"] = keras.regularizers.serialize(
-            self.recurrent_regularizer
-        )
-        config["recurrent_initializer"] = (
-            None
-            if self.recurrent_initializer is None
-            else keras.initializers.serialize(self.recurrent_initializer)
-        )
-        return config
+        return {
+            **super().get_config(),
+            "diagonal_state": self.diagonal_state,
+            **self._weight_arguments_config("recurrent"),
+        }

@@ -1,5 +1,9 @@
-"""Running example scripts in subprocesses, for the resume tests."""
+"""Running the examples: in this process (the smoke runs), or in
+subprocesses (the resume tests, which kill one)."""
 
+import contextlib
+import io
+import os
 import signal
 import subprocess
 import time
@@ -85,3 +89,38 @@ def tensorboard_scalars(folder):
         for tag in reader.Tags()["tensors"]:
             scalars.setdefault(tag, []).extend(e.step for e in reader.Tensors(tag))
     return runs
+
+
+def run_in_process(experiment, *args, cwd=None):
+    """Runs `examples/<experiment>.py ARGS` in this process, as
+    `nalu_research.backends.run(experiment, ARGS)`, what the script calls (a
+    subprocess would spend several seconds of the suite's CPU importing
+    TensorFlow again). The backend is this process's: `make test` sets
+    `KERAS_BACKEND`, which the scripts read before their defaults too.
+
+    Returns a `subprocess.CompletedProcess` with the exit status (argparse's
+    exit of 2 included), stdout and stderr, from `cwd` (default: here).
+    """
+    from nalu_research.backends import run
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    before = dict(os.environ)
+    status = 0
+    with contextlib.ExitStack() as stack:
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(contextlib.redirect_stdout(stdout))
+        stack.enter_context(contextlib.redirect_stderr(stderr))
+        try:
+            status = run(experiment, [str(a) for a in args]) or 0
+        except SystemExit as exit_:
+            code = exit_.code
+            status = code if isinstance(code, int) else (0 if code is None else 1)
+            if not isinstance(code, (int, type(None))):
+                print(code, file=stderr)
+        finally:
+            os.environ.clear()
+            os.environ.update(before)
+    return subprocess.CompletedProcess(
+        [experiment, *map(str, args)], status, stdout.getvalue(), stderr.getvalue()
+    )

@@ -3,8 +3,6 @@ task, its options, and a smoke run of examples/division_benchmark.py that
 solves U[1, 2], exports the snapped unit and serves it without keras_nalu."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +16,7 @@ from nalu_research.experiments.division_benchmark import (
     parse_args,
 )
 from nalu_research.tasks import StaticArithmetic
-from tests.processes import tensorboard_scalars
+from tests.processes import run_in_process, tensorboard_scalars
 from tests.test_export import serve_in_fresh_process
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "division_benchmark.py"
@@ -81,14 +79,13 @@ def test_smoke_run_solves_a_range_and_exports_it(tmp_path):
     # tests/test_units.py serves without keras_nalu.
     unit = "nmru"
     strength = str(UNITS[unit]["regularization"][0])
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--unit", unit, "--ranges", "6", "1",
+    result = run_in_process(
+        "division_benchmark", "--unit", unit, "--ranges", "6", "1",
          "--seeds", "2", "--iterations", "8000", "--eval-every", "1000",
          "--eval-size", "256", "--regularization", strength, "3000", "5000",
          "--json", str(tmp_path / "d.json"), "--export-dir", str(tmp_path / "sm"),
          "--checkpoint-dir", str(tmp_path / "ck"),
-         "--tensorboard", str(tmp_path / "tb")],
-        capture_output=True, text=True,
+         "--tensorboard", str(tmp_path / "tb"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout

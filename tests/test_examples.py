@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.processes import checkpoint_epoch, kill_when_written, tensorboard_scalars
+from tests.processes import (
+    checkpoint_epoch,
+    kill_when_written,
+    run_in_process,
+    tensorboard_scalars,
+)
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "static_arithmetic.py"
 
@@ -18,13 +23,11 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "static_arithmetic.py"
 @pytest.mark.research  # plots with matplotlib, reads TensorBoard logs
 def test_static_arithmetic_demo_trains_prints_and_exports(tmp_path):
     export_dir, results = tmp_path / "model", tmp_path / "static.json"
-    result = subprocess.run(
-        [sys.executable, str(DEMO),
+    result = run_in_process(
+        "static_arithmetic",
          "--steps", "200", "--checkpoint-every", "100", "--eval-size", "256",
          "--runs", "1", "--export-dir", str(export_dir), "--json", str(results),
-         "--tensorboard", str(tmp_path / "tb")],
-        capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-        cwd=tmp_path,
+         "--tensorboard", str(tmp_path / "tb"), cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout

@@ -2,9 +2,6 @@
 as each would alone, and a smoke run of examples/first_contact.py."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import keras
@@ -18,7 +15,7 @@ from nalu_research.tasks.first_contact import (
     relative_error,
     sample,
 )
-from tests.processes import tensorboard_scalars
+from tests.processes import run_in_process, tensorboard_scalars
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "first_contact.py"
 
@@ -86,14 +83,12 @@ def test_seeds_trained_side_by_side_match_a_seed_trained_alone(unit, tmp_path):
 
 @pytest.mark.research  # plots with matplotlib, logs with TensorBoard
 def test_example_smoke_run(tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--seeds", "2", "--epochs", "2",
+    result = run_in_process(
+        "first_contact", "--seeds", "2", "--epochs", "2",
          "--eval-every", "1", "--examples", "256", "--operations", "a+b",
          "a*b", "--units", "NAC", "NMU", "--json", str(tmp_path / "fc.json"),
          "--tensorboard", str(tmp_path / "tb"),
-         "--checkpoint-dir", str(tmp_path / "ckpt")],
-        capture_output=True, text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, cwd=tmp_path,
+         "--checkpoint-dir", str(tmp_path / "ckpt"), cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout

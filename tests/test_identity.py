@@ -1,7 +1,4 @@
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import keras
@@ -23,7 +20,7 @@ from nalu_research.tasks.identity import (
     table_inputs,
     threshold,
 )
-from tests.processes import tensorboard_scalars
+from tests.processes import run_in_process, tensorboard_scalars
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "identity_extrapolation.py"
 
@@ -151,14 +148,13 @@ def test_invalid_arguments_raise(kwargs, message):
 @pytest.mark.research  # plots with matplotlib, reads TensorBoard logs
 def test_example_trains_prints_table_5_and_writes_the_plot_and_json(tmp_path):
     runs = tmp_path / "runs.json"
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE),
+    result = run_in_process(
+        "identity_extrapolation",
          "--steps", "20", "--seeds", "2", "--models", "ReLU", "CReLU", "NAC",
          "--json", str(runs), "--strategy", "mirrored",
          "--tensorboard", str(tmp_path / "tb"),
-         "--checkpoint-every", "10", "--checkpoint-dir", str(tmp_path / "state")],
-        capture_output=True, text=True, cwd=tmp_path,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+         "--checkpoint-every", "10", "--checkpoint-dir", str(tmp_path / "state"),
+         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     rows = {

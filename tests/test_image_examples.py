@@ -3,8 +3,6 @@
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import pytest
 
 from nalu_research.experiments import mnist_counting, mnist_parity
 from nalu_research.tasks import mnist
-from tests.processes import tensorboard_scalars
+from tests.processes import run_in_process, tensorboard_scalars
 from tests.test_export import serve_in_fresh_process
 
 # scikit-learn's digits, tensorflow-datasets and matplotlib plots.
@@ -24,10 +22,7 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def run(script, *args, cwd):
-    return subprocess.run(
-        [sys.executable, str(EXAMPLES / script), *args],
-        capture_output=True, text=True, env=ENV, cwd=cwd,
-    )  # fmt: skip
+    return run_in_process(Path(script).stem, *args, cwd=cwd)
 
 
 def assert_small_png(path):

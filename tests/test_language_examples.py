@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.processes import kill_when_written, tensorboard_scalars
+from tests.processes import kill_when_written, run_in_process, tensorboard_scalars
 from tests.test_bad_input import serve_each_in_fresh_process
 from tests.test_configured_nalu import serve_in_fresh_process
 
@@ -20,10 +20,7 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def run(script, args, cwd):
-    return subprocess.run(
-        [sys.executable, str(EXAMPLES / script), *args],
-        capture_output=True, text=True, env=ENV, cwd=cwd,
-    )  # fmt: skip
+    return run_in_process(Path(script).stem, *args, cwd=cwd)
 
 
 def table_rows(out):

@@ -1,6 +1,4 @@
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +11,7 @@ from nalu_research.experiments.mystery_arithmetic import (
     parse_args,
 )
 from nalu_research.tasks.mystery import MysteryArithmetic
-from tests.processes import tensorboard_scalars
+from tests.processes import run_in_process, tensorboard_scalars
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mystery_arithmetic.py"
 
@@ -97,12 +95,11 @@ def test_example_smoke_run(tmp_path, strategy):
     # A MirroredStrategy over the local CPU (model.fit), or a one-worker
     # MultiWorkerMirroredStrategy (no TF_CONFIG: the custom training loop):
     # the same lines and logs.
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--epochs", "2", "--train-size", "64",
+    result = run_in_process(
+        "mystery_arithmetic", "--epochs", "2", "--train-size", "64",
          "--test-size", "64", "--json", str(tmp_path / "m.json"),
          "--strategy", strategy, "--checkpoint-dir", str(tmp_path / "state"),
-         "--tensorboard", str(tmp_path / "tb")],
-        capture_output=True, text=True,
+         "--tensorboard", str(tmp_path / "tb"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     names = ("Dense-ReLU", "NAC", "NALU", "iNALU")
@@ -137,11 +134,10 @@ def test_example_smoke_run(tmp_path, strategy):
     [("NAU-NMU", []), ("NAU-NMRU", ["--division"])],
 )
 def test_our_models_train_snap_and_print_their_formulas(tmp_path, name, options):
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--models", name, *options, "--epochs", "2",
+    result = run_in_process(
+        "mystery_arithmetic", "--models", name, *options, "--epochs", "2",
          "--train-size", "64", "--test-size", "64",
-         "--json", str(tmp_path / "m.json")],
-        capture_output=True, text=True,
+         "--json", str(tmp_path / "m.json"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"| {name} |" in result.stdout and f"{name} no" in result.stdout

@@ -1,13 +1,11 @@
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from nalu_research.tasks.recurrent_arithmetic import RecurrentArithmetic
-from tests.processes import tensorboard_scalars
+from tests.processes import run_in_process, tensorboard_scalars
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "recurrent_arithmetic.py"
 
@@ -64,13 +62,12 @@ def test_invalid_arguments_raise(kwargs, message):
 @pytest.mark.research  # plots with matplotlib
 def test_example_smoke_run(tmp_path):
     # A MirroredStrategy over the local CPU, 2 checkpointed epochs of 10 steps.
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--operations", "mul", "--models", "lstm",
+    result = run_in_process(
+        "recurrent_arithmetic", "--operations", "mul", "--models", "lstm",
          "nalu", "--seeds", "1", "--steps", "20", "--eval-size", "8",
          "--json", str(tmp_path / "r.json"), "--strategy", "mirrored",
          "--checkpoint-every", "10", "--checkpoint-dir", str(tmp_path / "state"),
-         "--tensorboard", str(tmp_path / "tb")],
-        capture_output=True, text=True,
+         "--tensorboard", str(tmp_path / "tb"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "| a*b |" in result.stdout and "(98.2)" in result.stdout
@@ -126,13 +123,12 @@ def test_nau_nmu_learns_an_exact_square_that_snaps(tmp_path):
     # The NAUCell's two running sums (centered gradient) under an NMU whose
     # penalty ramps in over the run: a^2 exact at length 1,000 once snapped
     # (1,000 steps here, the example's 5,000 on the docs page).
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--operations", "square", "--models",
+    result = run_in_process(
+        "recurrent_arithmetic", "--operations", "square", "--models",
          "nau-nmu", "--seeds", "1", "--steps", "1000", "--checkpoint-every",
          "500", "--eval-size", "100",
          "--json", str(tmp_path / "r.json"),
-         "--checkpoint-dir", str(tmp_path / "state")],
-        capture_output=True, text=True,
+         "--checkpoint-dir", str(tmp_path / "state"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "(1/1 snapped) |" in result.stdout

@@ -26,7 +26,7 @@ from nalu_research.seed_batched import (
     set_initial_splits,
 )
 from nalu_research.tasks import StaticArithmetic
-from tests.processes import kill_when_written, tensorboard_scalars
+from tests.processes import kill_when_written, run_in_process, tensorboard_scalars
 
 pytestmark = pytest.mark.backends
 
@@ -481,13 +481,12 @@ def test_task_thresholds_follow_the_operation():
 
 @pytest.mark.research  # plots with matplotlib
 def test_benchmark_example_smoke_run(tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--seeds", "2", "--iterations", "40",
+    result = run_in_process(
+        "arithmetic_benchmark", "--seeds", "2", "--iterations", "40",
          "--eval-every", "20", "--eval-size", "64", "--operations", "add", "mul",
          "--models", "nac", "relu6", "--json", str(tmp_path / "r.json"),
          "--tensorboard", str(tmp_path / "tb"),
-         "--checkpoint-dir", str(tmp_path / "checkpoints")],
-        capture_output=True, text=True,
+         "--checkpoint-dir", str(tmp_path / "checkpoints"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "checkpoints").exists()  # removed when done
@@ -519,10 +518,9 @@ def test_benchmark_example_smoke_run(tmp_path):
     data = json.loads((tmp_path / "r.json").read_text())
     assert len(data["runs"]) == 2 * 2 * 2
     assert (tmp_path / "r.png").stat().st_size > 1000  # beside the JSON
-    again = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--from-json", str(tmp_path / "r.json"),
-         "--png", str(tmp_path / "again.png")],
-        capture_output=True, text=True,
+    again = run_in_process(
+        "arithmetic_benchmark", "--from-json", str(tmp_path / "r.json"),
+         "--png", str(tmp_path / "again.png"),
     )  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     tables = result.stdout[result.stdout.index("Median interpolation") :]
@@ -532,10 +530,9 @@ def test_benchmark_example_smoke_run(tmp_path):
         part = {**data, "runs": [r for r in data["runs"] if r["model"] == model]}
         part["arguments"] = {**data["arguments"], "models": [model]}
         (tmp_path / f"{model}.json").write_text(json.dumps(part))
-    merged = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--from-json", str(tmp_path / "nac.json"),
-         str(tmp_path / "relu6.json"), "--png", str(tmp_path / "merged.png")],
-        capture_output=True, text=True,
+    merged = run_in_process(
+        "arithmetic_benchmark", "--from-json", str(tmp_path / "nac.json"),
+         str(tmp_path / "relu6.json"), "--png", str(tmp_path / "merged.png"),
     )  # fmt: skip
     assert merged.returncode == 0, merged.stderr[-3000:]
     assert tables.split("Wall time")[0] in merged.stdout

@@ -1,17 +1,16 @@
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.processes import run_in_process
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "examples" / "serving_benchmark.py"
 
 
 def test_serving_benchmark_smoke_run_prints_ratios(tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--quick", "--json", str(tmp_path / "s.json")],
-        capture_output=True, text=True,
+    result = run_in_process(
+        "serving_benchmark", "--quick", "--json", str(tmp_path / "s.json"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "NALU / Dense, both as Keras exports them: batch-1 p50 " in result.stdout

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from keras_nalu.checkpoints import FILENAME, Checkpoint
 
@@ -124,3 +125,23 @@ def run_in_process(experiment, *args, cwd=None):
     return subprocess.CompletedProcess(
         [experiment, *map(str, args)], status, stdout.getvalue(), stderr.getvalue()
     )
+
+
+def run_command_in_process(command, cwd=None):
+    """`run_in_process` of `command`, the argument list of a subprocess that
+    runs an example: `[python, "examples/NAME.py", *args]`."""
+    _, script, *args = command
+    return run_in_process(Path(script).stem, *args, cwd=cwd)
+
+
+def example_env(**changes):
+    """The environment of an example run in a subprocess beside runs in this
+    process: on this process's backend, TensorFlow's logs quieter."""
+    import keras
+
+    return {
+        **os.environ,
+        "KERAS_BACKEND": keras.backend.backend(),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        **changes,
+    }

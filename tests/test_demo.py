@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 
 from nalu_research.experiments import demo
-from tests.processes import kill_when_written, tensorboard_scalars
+from tests.processes import (
+    example_env,
+    kill_when_written,
+    run_command_in_process,
+    tensorboard_scalars,
+)
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 SMALL = ["--seeds", "1", "--epochs", "3", "--examples", "512"]
@@ -33,14 +38,7 @@ def run_demo(tmp_path, name, *extra):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("demo")
-    result = subprocess.run(
-        run_demo(tmp_path, "reference"),
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=tmp_path,
-        check=False,
-    )
+    result = run_command_in_process(run_demo(tmp_path, "reference"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     return tmp_path, result.stdout
 
@@ -113,10 +111,8 @@ def test_killed_demo_resumes_to_the_uninterrupted_results(reference, tmp_path):
     command = run_demo(tmp_path, "killed")
     # Killed once the third model has written its first checkpoint.
     third = tmp_path / "killed_checkpoints" / "a+b" / "NAU" / "0"
-    kill_when_written(command, third, ENV)
-    result = subprocess.run(
-        command, capture_output=True, text=True, env=ENV, cwd=tmp_path, check=False
-    )
+    kill_when_written(command, third, example_env())
+    result = run_command_in_process(command, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resumed from its checkpoint" in result.stdout
     resumed = json.loads((tmp_path / "killed.json").read_text())

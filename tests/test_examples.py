@@ -1,8 +1,6 @@
 import importlib
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +10,9 @@ import tensorflow as tf
 
 from tests.processes import (
     checkpoint_epoch,
+    example_env,
     kill_when_written,
+    run_command_in_process,
     run_in_process,
     tensorboard_scalars,
 )
@@ -140,8 +140,8 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
                 "--json", str(tmp_path / f"{name}.json"),
                 "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
 
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    whole = subprocess.run(command("whole"), capture_output=True, text=True, env=env)
+    env = example_env()
+    whole = run_command_in_process(command("whole"))
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
 
@@ -150,7 +150,7 @@ def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
     killed_at = 500 * checkpoint_epoch(state)
     assert 0 < killed_at < 6000 and not (tmp_path / "killed_model").exists()
 
-    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)
+    resumed = run_command_in_process(command("killed"))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed from its checkpoint" in resumed.stdout
     x = np.random.default_rng(0).uniform(1, 6, (16, 100)).astype("float32")

@@ -3,7 +3,6 @@
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +10,13 @@ import keras
 import numpy as np
 import pytest
 
-from tests.processes import kill_when_written, run_in_process, tensorboard_scalars
+from tests.processes import (
+    example_env,
+    kill_when_written,
+    run_command_in_process,
+    run_in_process,
+    tensorboard_scalars,
+)
 from tests.test_bad_input import serve_each_in_fresh_process
 from tests.test_configured_nalu import serve_in_fresh_process
 
@@ -124,10 +129,9 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
                 "--json", str(tmp_path / f"{name}.json"),
                 "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
 
-    whole = subprocess.run(
-        [*command("whole"), "--tensorboard", str(tmp_path / "tb")],
-        capture_output=True, text=True, env=ENV,
-    )  # fmt: skip
+    whole = run_command_in_process(
+        [*command("whole"), "--tensorboard", str(tmp_path / "tb")]
+    )
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
     # Two seeds side by side: each one's loss and MAEs, by name.
@@ -141,10 +145,10 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
     assert "configuration 1/1 (LSTM + NALU, size 8, lr 0.2) - " in whole.stdout
 
     state = tmp_path / "killed_checkpoints" / "nalu" / "8" / "0.2"
-    kill_when_written(command("killed"), state, ENV)
+    kill_when_written(command("killed"), state, example_env())
     assert not (tmp_path / "killed.json").exists()
 
-    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=ENV)
+    resumed = run_command_in_process(command("killed"))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     resume = "LSTM + NALU, size 8, lr 0.2: resumed from its checkpoint after epoch "
     assert resume in resumed.stdout

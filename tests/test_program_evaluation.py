@@ -1,6 +1,4 @@
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +12,13 @@ from nalu_research.tasks.program_evaluation import (
     program_text,
     run_program,
 )
-from tests.processes import checkpoint_epoch, kill_when_written, tensorboard_scalars
+from tests.processes import (
+    checkpoint_epoch,
+    example_env,
+    kill_when_written,
+    run_command_in_process,
+    tensorboard_scalars,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "program_evaluation.py"
 
@@ -155,11 +159,10 @@ def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
                 "--json", str(tmp_path / f"{name}.json"),
                 "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
 
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    whole = subprocess.run(
-        [*command("whole"), "--tensorboard", str(tmp_path / "tb")],
-        capture_output=True, text=True, env=env,
-    )  # fmt: skip
+    env = example_env()
+    whole = run_command_in_process(
+        [*command("whole"), "--tensorboard", str(tmp_path / "tb")]
+    )
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert not (tmp_path / "whole_checkpoints").exists()  # cleaned up when done
     # Not a terminal: a progress line per evaluation (epoch), naming its step,
@@ -185,7 +188,7 @@ def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
     killed_at = checkpoint_epoch(state)  # epochs completed
     assert 0 < killed_at < 10 and not (tmp_path / "killed.json").exists()
 
-    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)
+    resumed = run_command_in_process(command("killed"))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resumed from its checkpoint after epoch {killed_at}" in resumed.stdout
     assert not (tmp_path / "killed_checkpoints").exists()

@@ -1,6 +1,4 @@
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,7 +24,13 @@ from nalu_research.seed_batched import (
     set_initial_splits,
 )
 from nalu_research.tasks import StaticArithmetic
-from tests.processes import kill_when_written, run_in_process, tensorboard_scalars
+from tests.processes import (
+    example_env,
+    kill_when_written,
+    run_command_in_process,
+    run_in_process,
+    tensorboard_scalars,
+)
 
 pytestmark = pytest.mark.backends
 
@@ -549,14 +553,14 @@ def test_a_killed_benchmark_resumes_to_the_uninterrupted_result(tmp_path):
                 "--png", str(tmp_path / f"{name}.png"),
                 "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
 
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    whole = subprocess.run(command("whole"), capture_output=True, text=True, env=env)
+    env = example_env()
+    whole = run_command_in_process(command("whole"))
     assert whole.returncode == 0, whole.stderr[-3000:]
     # SIGKILL once the checkpoint of iteration 1000 is written.
     state = tmp_path / "killed_checkpoints" / "nac"
     kill_when_written(command("killed"), state, env, when=lambda s: s["done"] >= 1000)
     assert not (tmp_path / "killed.json").exists()
-    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env)
+    resumed = run_command_in_process(command("killed"))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed from its checkpoint at iteration" in resumed.stdout
     at = int(resumed.stdout.split("at iteration ")[1].split()[0])

@@ -12,6 +12,7 @@ import keras
 import pytest
 
 from nalu_research import backends, cli
+from tests.processes import run_in_process
 
 pytestmark = pytest.mark.research
 
@@ -146,7 +147,7 @@ def test_backend_is_the_flag_else_the_variable_else_the_default(
 
 @pytest.mark.parametrize("name", ["demo", "serving_benchmark"])
 def test_help_lists_the_backend_and_its_default(name, tmp_path):
-    result = example(name, "--help", cwd=tmp_path)
+    result = run_in_process(name, "--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     text = " ".join(result.stdout.split())  # argparse wraps the help
     choices = (

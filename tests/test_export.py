@@ -1,7 +1,9 @@
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -12,11 +14,13 @@ import pytest
 import keras_nalu.export
 from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model
 
-# Run in a fresh interpreter that cannot import keras_nalu: the SavedModel must
-# serve with TensorFlow alone.
+# Served by a Python that cannot import keras_nalu: the SavedModel must serve
+# with TensorFlow alone. One such process per test process serves every
+# request (`serve_models_in_fresh_process`): it never imports keras_nalu, and
+# the suite does not pay a TensorFlow import per served model.
 SERVE_SCRIPT = textwrap.dedent(
     """
-    import sys
+    import sys, traceback
 
     class BlockKerasNalu:
         def find_spec(self, name, path=None, target=None):
@@ -27,17 +31,41 @@ SERVE_SCRIPT = textwrap.dedent(
     import numpy as np
     import tensorflow as tf
 
-    arguments = sys.argv[1:]  # (model_dir, inputs, outputs), one per model
-    for model_dir, inputs, outputs in zip(*[iter(arguments)] * 3):
-        loaded = tf.saved_model.load(model_dir)
-        served = {}
-        with np.load(inputs) as data:
-            for key in data.files:
-                served[key] = loaded.serve(tf.constant(data[key])).numpy()
-        assert not any(m.split(".")[0] == "keras_nalu" for m in sys.modules)
-        np.savez(outputs, **served)
+    for line in sys.stdin:  # model_dir, inputs, outputs: one request a line
+        try:
+            model_dir, inputs, outputs = line.rstrip("\\n").split("\\t")
+            loaded = tf.saved_model.load(model_dir)
+            served = {}
+            with np.load(inputs) as data:
+                for key in data.files:
+                    served[key] = loaded.serve(tf.constant(data[key])).numpy()
+            assert not any(m.split(".")[0] == "keras_nalu" for m in sys.modules)
+            np.savez(outputs, **served)
+            print("served: ok", flush=True)
+        except Exception:
+            print("served:", repr(traceback.format_exc()), flush=True)
     """
 )
+
+_server = None
+
+
+def serving_process():
+    """The process that serves SavedModels without keras_nalu, started on
+    first use (again if it died) and killed when this process exits."""
+    global _server
+    if _server is None or _server.poll() is not None:
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        env.pop("PYTHONPATH", None)
+        stderr = tempfile.TemporaryFile(mode="w+")
+        _server = subprocess.Popen(
+            [sys.executable, "-c", SERVE_SCRIPT], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+            cwd=tempfile.gettempdir(),
+        )  # fmt: skip
+        _server.stderr_file = stderr
+        atexit.register(_server.kill)
+    return _server
 
 
 def serve_in_fresh_process(model_dir, inputs, tmp_path):
@@ -48,24 +76,25 @@ def serve_in_fresh_process(model_dir, inputs, tmp_path):
 
 
 def serve_models_in_fresh_process(models, tmp_path):
-    """`{name: (model_dir, inputs)}` served in one process without keras_nalu
-    (one interpreter start for them all): `{name: {key: output}}`."""
-    script = tmp_path / "serve.py"
-    script.write_text(SERVE_SCRIPT)
-    arguments = []
-    for name, (model_dir, inputs) in models.items():
-        np.savez(tmp_path / f"{name}_inputs.npz", **inputs)
-        arguments += [model_dir, tmp_path / f"{name}_inputs.npz",
-                      tmp_path / f"{name}_outputs.npz"]  # fmt: skip
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env.pop("PYTHONPATH", None)
-    subprocess.run(
-        [sys.executable, str(script), *map(str, arguments)],
-        check=True, cwd=tmp_path, env=env, capture_output=True, text=True,
-    )  # fmt: skip
+    """`{name: (model_dir, inputs)}` served by the process without keras_nalu
+    (`serving_process`): `{name: {key: output}}`."""
     served = {}
-    for name in models:
-        with np.load(tmp_path / f"{name}_outputs.npz") as outputs:
+    for name, (model_dir, inputs) in models.items():
+        paths = [model_dir, tmp_path / f"{name}_inputs.npz",
+                 tmp_path / f"{name}_outputs.npz"]  # fmt: skip
+        np.savez(paths[1], **inputs)
+        server = serving_process()
+        server.stdin.write("\t".join(map(str, paths)) + "\n")
+        server.stdin.flush()
+        reply = server.stdout.readline()
+        while reply and not reply.startswith("served: "):  # anything else printed
+            reply = server.stdout.readline()
+        reply = reply.removeprefix("served: ").strip()
+        if reply != "ok":
+            server.stderr_file.seek(0)
+            log = server.stderr_file.read()[-3000:]
+            raise AssertionError(f"serving {name} failed: {reply or log}")
+        with np.load(paths[2]) as outputs:
             served[name] = {key: outputs[key] for key in outputs.files}
     return served
 
@@ -159,7 +188,6 @@ def test_replaces_an_existing_saved_model_only_with_a_verified_one(tmp_path):
         "model",
         "model_inputs.npz",  # the serving process's files
         "model_outputs.npz",
-        "serve.py",
     ]
 
 

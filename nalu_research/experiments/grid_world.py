@@ -66,6 +66,7 @@ from nalu_research.cli import (
 from nalu_research.layers import ImageSequenceEncoder, InstructedLSTMCell
 from nalu_research.monitoring import (
     add_output_arguments,
+    markdown_table,
     png_path,
     pyplot,
     save_json,
@@ -598,8 +599,7 @@ def print_table(runs, args):
         f"episodes per T and seed; {spread}; the median arrival time in "
         "brackets):\n"
     )
-    print("| T | " + " | ".join(AGENTS[a][0] for a in agents) + " |")
-    print("|---" * (len(agents) + 1) + "|")
+    table = []
     for i, instruction in enumerate(
         range(args.eval_instructions[0], args.eval_instructions[1] + 1)
     ):
@@ -619,7 +619,9 @@ def print_table(runs, args):
                 cell + (" (never)" if arrival is None else f" (t={arrival:g})")
             )
         marker = "*" if 5 <= instruction <= 12 else ""
-        print(f"| {instruction}{marker} | " + " | ".join(cells) + " |")
+        table.append([f"{instruction}{marker}", *cells])
+    header = ["T", *(AGENTS[a][0] for a in agents)]
+    print("\n".join(markdown_table(header, table)))
     print(
         "\n* the training range. The paper (Figure 5): both agents master "
         "training; the NAC agent holds its reward up to T = 19, the A3C "

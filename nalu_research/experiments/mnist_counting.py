@@ -74,6 +74,7 @@ from nalu_research.cli import (
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     output_folder_name,
     png_path,
     pyplot,
@@ -329,9 +330,7 @@ def print_table(args, results, dataset_name):
         f"(trained on length {args.train_length}); the paper's Table 2 "
         "(on MNIST) in brackets.\n"
     )
-    header = "| model | " + " | ".join(f"length {n}" for n in lengths) + " |"
-    print(header)
-    print("|---" * (len(lengths) + 1) + "|")
+    rows = []
     for kind in args.models:
         paper = mnist.PAPER_TABLE_2[args.task].get(kind)
         cells = [
@@ -341,7 +340,9 @@ def print_table(args, results, dataset_name):
         name = mnist.RECURRENT_MODELS[kind]
         if results[kind]["diverged"]:
             name += " (diverged)"
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        rows.append([name, *cells])
+    header = ["model", *(f"length {n}" for n in lengths)]
+    print("\n".join(markdown_table(header, rows)))
 
 
 def export_nac(model, args, test_images, test_labels):

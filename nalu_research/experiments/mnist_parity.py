@@ -60,6 +60,7 @@ from nalu_research.cli import (
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     png_path,
     pyplot,
     save_json,
@@ -318,12 +319,9 @@ def print_table(results, args, dataset_name):
     )
     columns = ["last layer", "ours", "min-max"]
     columns += ["NAC minus it"] if paired else []
-    print("| " + " | ".join(columns + ["paper"]) + " |")
-    print("|---" * (len(columns) + 1) + "|")
-    print(
-        f"| Seguí et al.: Wx+b | - | - |{' - |' * paired} "
-        f"{mnist.PAPER_SEGUI_ACCURACY} |"
-    )
+    rows = [
+        ["Seguí et al.: Wx+b", "-", "-", *["-"] * paired, mnist.PAPER_SEGUI_ACCURACY]
+    ]
     nac = [r["test_accuracy"] for r in results.get("NAC", [])]
     for variant, runs in results.items():
         accuracies = [r["test_accuracy"] for r in runs]
@@ -342,7 +340,8 @@ def print_table(results, args, dataset_name):
                     *mean_interval(lead)
                 )
             )
-        print("| " + " | ".join(cells + [str(mnist.PAPER_TABLE_4[variant])]) + " |")
+        rows.append([*cells, mnist.PAPER_TABLE_4[variant]])
+    print("\n".join(markdown_table([*columns, "paper"], rows)))
 
 
 if __name__ == "__main__":

@@ -175,15 +175,17 @@ def serve(models_dir, settings):
 
 
 def report(results):
+    from nalu_research.monitoring import markdown_table
+
     latency, rows = results["latency_ms"], results["rows_per_second"]
     steps = results["us_per_step_batch_32"]
-    print("| model | batch-1 p50 | batch-1 p99 | rows/s at batch 1,024 |")
-    print("|---|---|---|---|")
-    for name in STATIC:
-        print(
-            f"| {name} | {latency[name]['p50']:.3f} ms | {latency[name]['p99']:.3f} ms"
-            f" | {rows[name]:.3g} |"
-        )
+    table = [
+        [name, f"{latency[name]['p50']:.3f} ms", f"{latency[name]['p99']:.3f} ms",
+         f"{rows[name]:.3g}"]
+        for name in STATIC
+    ]  # fmt: skip
+    header = ["model", "batch-1 p50", "batch-1 p99", "rows/s at batch 1,024"]
+    print("\n".join(markdown_table(header, table)))
 
     def ratios(nalu, dense):
         return (
@@ -202,22 +204,22 @@ def report(results):
         f"Dense {rows['dense_xla'] / rows['dense']:.2f}x at batch 1,024."
     )
     lengths = list(steps["nalu_cell"])
-    print("\n| microseconds per time step, batch 32 | " + " | ".join(lengths) + " |")
-    print("|---" * (len(lengths) + 1) + "|")
-    for name in ("simple_rnn", "nalu_cell"):
-        print(
-            f"| {name} | " + " | ".join(f"{steps[name][n]:.2f}" for n in lengths) + " |"
-        )
+    print()
+    per_step = [
+        [name, *(f"{steps[name][n]:.2f}" for n in lengths)]
+        for name in ("simple_rnn", "nalu_cell")
+    ]
+    header = ["microseconds per time step, batch 32", *lengths]
+    print("\n".join(markdown_table(header, per_step)))
     marginal = marginal_step_costs(steps)
     spans = list(marginal["nalu_cell"])
-    print("\n| marginal microseconds per step, batch 32 | " + " | ".join(spans) + " |")
-    print("|---" * (len(spans) + 1) + "|")
-    for name in ("simple_rnn", "nalu_cell"):
-        print(
-            f"| {name} | "
-            + " | ".join(f"{marginal[name][s]:.2f}" for s in spans)
-            + " |"
-        )
+    print()
+    per_span = [
+        [name, *(f"{marginal[name][s]:.2f}" for s in spans)]
+        for name in ("simple_rnn", "nalu_cell")
+    ]
+    header = ["marginal microseconds per step, batch 32", *spans]
+    print("\n".join(markdown_table(header, per_span)))
     first, last = lengths[0], lengths[-1]
     cell = marginal["nalu_cell"]
     print(

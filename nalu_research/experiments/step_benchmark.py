@@ -352,10 +352,11 @@ def summarize(times, first_call, backends):
 
 
 def print_table(results, backends):
+    from nalu_research.monitoring import markdown_table
+
     others = [b for b in BACKENDS if b != "tensorflow"]
     header = [f"{b} ms" for b in BACKENDS] + [f"tf/{SHORT[b]} ratio" for b in others]
-    print("\n| model | " + " | ".join(header) + " | fastest |")
-    print("|---" * (len(header) + 2) + "|")
+    rows = []
     for name, result in results.items():
         medians, ratios = result["ms_per_step"], result["ratios"]
         cells = [f"{medians[b]:.3g}" if b in medians else "-" for b in BACKENDS]
@@ -363,18 +364,22 @@ def print_table(results, backends):
             f"{ratios[f'tensorflow/{b}']:.3g}" if f"tensorflow/{b}" in ratios else "-"
             for b in others
         ]
-        print(f"| {MODELS[name]} | " + " | ".join(cells) + f" | {result['fastest']} |")
+        rows.append([MODELS[name], *cells, result["fastest"]])
+    print()
+    print("\n".join(markdown_table(["model", *header, "fastest"], rows)))
     print(
         "\nMilliseconds per training step (the seed-batched rows: per "
         "run-iteration), median over the rounds; a ratio above 1 means the "
         "other backend is faster than TensorFlow."
     )
-    print("\n| model | " + " | ".join(f"{b} first call s" for b in BACKENDS) + " |")
-    print("|---" * (len(BACKENDS) + 1) + "|")
+    rows = []
     for name, result in results.items():
         first = result["first_call_s"]
         cells = [f"{first[b]:.2f}" if b in first else "-" for b in BACKENDS]
-        print(f"| {MODELS[name]} | " + " | ".join(cells) + " |")
+        rows.append([MODELS[name], *cells])
+    print()
+    header = ["model", *(f"{b} first call s" for b in BACKENDS)]
+    print("\n".join(markdown_table(header, rows)))
     print(
         "\nSeconds of the first fit call of each model (the same steps, and "
         "the compilation), paid once per model built: an experiment that "

@@ -203,23 +203,18 @@ def report(results):
         f"\nXLA speeds the NALU up {rows['nalu_xla'] / rows['nalu']:.2f}x and the "
         f"Dense {rows['dense_xla'] / rows['dense']:.2f}x at batch 1,024."
     )
-    lengths = list(steps["nalu_cell"])
-    print()
-    per_step = [
-        [name, *(f"{steps[name][n]:.2f}" for n in lengths)]
-        for name in ("simple_rnn", "nalu_cell")
-    ]
-    header = ["microseconds per time step, batch 32", *lengths]
-    print("\n".join(markdown_table(header, per_step)))
     marginal = marginal_step_costs(steps)
-    spans = list(marginal["nalu_cell"])
-    print()
-    per_span = [
-        [name, *(f"{marginal[name][s]:.2f}" for s in spans)]
-        for name in ("simple_rnn", "nalu_cell")
-    ]
-    header = ["marginal microseconds per step, batch 32", *spans]
-    print("\n".join(markdown_table(header, per_span)))
+    for title, values in (
+        ("microseconds per time step, batch 32", steps),
+        ("marginal microseconds per step, batch 32", marginal),
+    ):
+        columns = list(values["nalu_cell"])
+        table = [
+            [name, *(f"{values[name][c]:.2f}" for c in columns)]
+            for name in ("simple_rnn", "nalu_cell")
+        ]
+        print("\n" + "\n".join(markdown_table([title, *columns], table)))
+    lengths, spans = list(steps["nalu_cell"]), list(marginal["nalu_cell"])
     first, last = lengths[0], lengths[-1]
     cell = marginal["nalu_cell"]
     print(

@@ -43,6 +43,7 @@ def argument_type(check, convert):
 positive_int = argument_type(validation.positive_int, int)
 non_negative_int = argument_type(validation.non_negative_int, int)
 positive_float = argument_type(validation.positive_float, float)
+non_negative_float = argument_type(validation.non_negative_float, float)
 
 
 def add_backend_argument(parser, experiment):

@@ -296,3 +296,18 @@ def test_saved_agent_reloads_acts_identically_and_serves(tmp_path):
     with np.load(tmp_path / "out.npz") as served:
         for key in ("policy", "value", "state_0", "state_1", "state_2"):
             np.testing.assert_allclose(served[key], want[key], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--entropy", "-1"], "argument --entropy: expected a finite number >= 0"),
+        (["--eval-instructions", "5", "2"], "expected LOW HIGH with 0 <= LOW <= HIGH"),
+        (["--strategy", "mirrored"], "the agents train on one device only"),
+    ],
+)
+def test_bad_arguments_are_refused_as_they_are_parsed(capsys, args, message):
+    with pytest.raises(SystemExit) as exit_:
+        experiment.parse_args(args)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err

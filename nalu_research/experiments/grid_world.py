@@ -59,6 +59,7 @@ from nalu_research.cli import (
     add_training_arguments,
     can_export,
     create_strategy,
+    non_negative_float,
     positive_float,
     positive_int,
     report,
@@ -388,7 +389,10 @@ def parse_args(argv=None):
         "--clipnorm", type=positive_float, default=1.0, help="Adam's global_clipnorm"
     )
     parser.add_argument(
-        "--entropy", type=float, default=0.01, help="the entropy bonus's weight"
+        "--entropy",
+        type=non_negative_float,
+        default=0.01,
+        help="the entropy bonus's weight",
     )
     parser.add_argument(
         "--eval-episodes",
@@ -449,8 +453,6 @@ def parse_args(argv=None):
             "argument --eval-instructions: expected LOW HIGH with 0 <= LOW <= "
             f"HIGH <= {grid_world.MAX_INSTRUCTION}, got {low} {high}"
         )
-    if args.entropy < 0:
-        parser.error(f"argument --entropy: expected a number >= 0, got {args.entropy}")
     if args.strategy != "default":
         parser.error("argument --strategy: the agents train on one device only")
     if args.beside is not None:

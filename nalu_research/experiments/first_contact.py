@@ -36,6 +36,7 @@ import numpy as np
 
 from keras_nalu import INALU, snap_weights
 from keras_nalu.training import Progress, fit
+from nalu_research import side_by_side
 from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
@@ -48,7 +49,6 @@ from nalu_research.cli import (
     steps_per_execution,
 )
 from nalu_research.monitoring import (
-    Evaluation,
     add_output_arguments,
     markdown_table,
     png_path,
@@ -58,6 +58,7 @@ from nalu_research.monitoring import (
     tensorboard,
 )
 from nalu_research.seed_batched import LAYERS
+from nalu_research.side_by_side import output_name, outputs_of, seeded
 from nalu_research.tasks.first_contact import (
     EXTRAPOLATION_RANGE,
     OPERATIONS,
@@ -131,11 +132,10 @@ def build_model(unit, seeds):
     """A model of one input `(batch, 2)` and one output per seed, the
     copy of `UNITS[unit]` built right after `set_random_seed(seed)`."""
     x = keras.Input((2,), name="x")
-    outputs = []
-    for seed in seeds:
-        keras.utils.set_random_seed(seed)
-        layer = UNITS[unit]()
-        outputs.append(keras.layers.Identity(name=f"seed_{seed}")(layer(x)))
+    outputs = seeded(
+        lambda seed: keras.layers.Identity(name=output_name(seed))(UNITS[unit]()(x)),
+        seeds,
+    )
     return keras.Model(x, outputs, name=unit)
 
 
@@ -169,26 +169,19 @@ def epoch_data(x, y, outputs, args, seed):
 
 def predictions(model, x):
     """Each seed's prediction on `x`, a list of `(n, 1)` arrays."""
-    outputs = model(x, training=False)
-    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    return [keras.ops.convert_to_numpy(o) for o in outputs]
+    return [keras.ops.convert_to_numpy(o) for o in outputs_of(model, x)]
 
 
 def seed_errors(seeds, tests):
     """`Evaluation` after every epoch: each seed's relative error on each
     test set, `<split>/seed_<seed>`, and their median, `<split>_median`."""
-
-    def evaluate(model):
-        values = {}
-        for split, (x, y) in tests.items():
-            errors = [relative_error(p, y) for p in predictions(model, x)]
-            values.update(
-                {f"{split}/seed_{s}": e for s, e in zip(seeds, errors, strict=True)}
-            )
-            values[f"{split}_median"] = float(np.median(errors))
-        return values
-
-    return Evaluation(evaluate)
+    return side_by_side.seed_errors(
+        seeds,
+        tests,
+        lambda output, x, y: relative_error(keras.ops.convert_to_numpy(output), y),
+        metric=lambda split, seed: f"{split}/{output_name(seed)}",
+        median=lambda split: f"{split}_median",
+    )
 
 
 def train_row(operation, unit, seeds, data, tests, args, strategy, checkpoint_dir):

@@ -58,6 +58,7 @@ import numpy as np
 
 from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model
 from keras_nalu.training import Progress, fit
+from nalu_research import side_by_side
 from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
@@ -80,7 +81,6 @@ from nalu_research.layers import (
     SummedStates,
 )
 from nalu_research.monitoring import (
-    Evaluation,
     add_output_arguments,
     markdown_table,
     output_folder_name,
@@ -90,6 +90,7 @@ from nalu_research.monitoring import (
     save_png,
     tensorboard,
 )
+from nalu_research.side_by_side import output_name, seeded
 from nalu_research.tasks.number_words import (
     MAX_LENGTH,
     PAPER_FIGURE_3,
@@ -207,21 +208,16 @@ def build_models(
     `keras.utils.set_random_seed(seed)`: `[(steps_model, model), ...]`, token
     ids -> per-token predictions and -> the last token's (the one trained)."""
     ids = keras.Input((None,), dtype="int32", name="ids")
-    models = []
-    for seed in seeds:
-        keras.utils.set_random_seed(seed)
+
+    def build(seed):
         steps = build_branch(ids, kind, size, embedding_size, readout, token_values)
-        models.append(
-            (
-                keras.Model(ids, steps, name=f"{kind}_steps_{seed}"),
-                keras.Model(
-                    ids,
-                    LastToken(name=f"seed_{seed}")([steps, ids]),
-                    name=f"{kind}_{seed}",
-                ),
-            )
+        last = LastToken(name=output_name(seed))([steps, ids])
+        return (
+            keras.Model(ids, steps, name=f"{kind}_steps_{seed}"),
+            keras.Model(ids, last, name=f"{kind}_{seed}"),
         )
-    return models
+
+    return seeded(build, seeds)
 
 
 def build_side_by_side(
@@ -242,7 +238,7 @@ def build_side_by_side(
     ids = models[0][1].inputs[0]
     if targets == "prefix":  # named as the last token's, for the logs
         outputs = [
-            keras.layers.Identity(name=f"seed_{seed}")(steps.outputs[0])
+            keras.layers.Identity(name=output_name(seed))(steps.outputs[0])
             for seed, (steps, _) in zip(seeds, models, strict=True)
         ]
     else:
@@ -298,27 +294,21 @@ EVALUATED = ("validation", "test")
 def metric(split, seed):
     """The name of a seed's MAE on `split` in the epoch's logs (and the
     TensorBoard tag): `validation_mae/seed_1`."""
-    return f"{split}_mae/seed_{seed}"
+    return f"{split}_mae/{output_name(seed)}"
 
 
 def seed_errors(seeds, data):
     """`Evaluation`: each seed's MAE on the `EVALUATED` splits (`metric`),
     from one call of the side-by-side model (one output per seed)."""
 
-    def evaluate(model):
-        values = {}
-        for split in EVALUATED:
-            ids, y = data[split]
-            outputs = model(ids, training=False)
-            outputs = [outputs] if len(seeds) == 1 else outputs
-            for seed, output in zip(seeds, outputs, strict=True):
-                if len(output.shape) == 2:  # every token's (`--targets prefix`)
-                    output = LastToken()([output, ids])
-                prediction = keras.ops.convert_to_numpy(output).astype(np.float64)
-                values[metric(split, seed)] = float(np.mean(np.abs(prediction - y)))
-        return values
+    def error(output, ids, y):
+        if len(output.shape) == 2:  # every token's (`--targets prefix`)
+            output = LastToken()([output, ids])
+        prediction = keras.ops.convert_to_numpy(output).astype(np.float64)
+        return float(np.mean(np.abs(prediction - y)))
 
-    return Evaluation(evaluate)
+    splits = {split: data[split] for split in EVALUATED}
+    return side_by_side.seed_errors(seeds, splits, error, metric)
 
 
 class KeepBest(keras.callbacks.Callback):

@@ -25,9 +25,10 @@ PIP_INSTALL := -m pip install --quiet --disable-pip-version-check -e
 # pytest-xdist: one worker per core, each test file on one worker (so that a
 # file's module-scoped fixtures are built once; measured faster than sharing
 # out single tests with those files grouped: 226 s against 264 s for the
-# research tests). Not on torch: its suite is shorter than two workers' start
-# (measured 26 s alone, 48 s on two).
-XDIST ?= -n auto --dist loadfile
+# research tests), in the order tests/conftest.py gives (the files that start
+# processes first: `schedule_longest_first`). Not on torch: its suite is
+# shorter than two workers' start (measured 26 s alone, 48 s on two).
+XDIST ?= -n auto --dist loadfile --no-loadscope-reorder
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_BACKEND ?= tensorflow

@@ -1,4 +1,5 @@
 import os
+from collections import Counter
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -31,6 +32,22 @@ def pytest_collection_modifyitems(items):
             item.add_marker(
                 pytest.mark.skip(reason=f"needs the tensorflow backend, not {backend}")
             )
+    schedule_longest_first(items)
+
+
+def schedule_longest_first(items):
+    """Orders the files as `make test`'s pytest-xdist workers take them
+    (`--dist loadfile --no-loadscope-reorder`: a free worker takes the next
+    file): the files with a test that starts processes (marked `processes`,
+    the longest) first, then the others, most tests first. Started last, a
+    long file keeps one worker busy while the other has nothing left."""
+
+    def file(item):
+        return item.nodeid.split("::")[0]
+
+    counts = Counter(map(file, items))
+    first = {file(item) for item in items if item.get_closest_marker("processes")}
+    items.sort(key=lambda item: (file(item) not in first, -counts[file(item)]))
 
 
 def gradients(layer, x):

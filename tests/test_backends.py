@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.processes
+
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("tensorflow", "jax", "torch")
 # Float32 kernels of different backends round differently: relative to the

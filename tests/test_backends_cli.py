@@ -14,7 +14,7 @@ import pytest
 from nalu_research import backends, cli
 from tests.processes import run_in_process
 
-pytestmark = pytest.mark.research
+pytestmark = [pytest.mark.research, pytest.mark.processes]
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

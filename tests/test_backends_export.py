@@ -8,9 +8,12 @@ runs the two slow halves side by side.
 import json
 
 import numpy as np
+import pytest
 
 from tests.test_backends import run_worker
 from tests.test_export import serve_models_in_fresh_process
+
+pytestmark = pytest.mark.processes
 
 
 def test_a_model_trained_on_jax_exports_a_saved_model_tensorflow_serves(tmp_path):

@@ -10,10 +10,6 @@ refused before any work with an error that names it, the value received and
 what was expected; and every unit computes in float64."""
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import keras
 import numpy as np
@@ -31,57 +27,39 @@ from nalu_research.layers import CheckedTokens
 from nalu_research.tasks import mnist
 from nalu_research.tasks.number_words import encode
 from nalu_research.tasks.program_evaluation import TOKENS
+from tests.test_export import serve_models_in_fresh_process
 
-_SERVE = textwrap.dedent(
-    """
-    import json
-    import sys
-
-    class Block:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("keras_nalu", "nalu_research"):
-                raise ImportError(f"{name} must not be imported when serving")
-
-    sys.meta_path.insert(0, Block())
-    import tensorflow as tf
-
-    def plain(outputs):
-        if isinstance(outputs, dict):
-            return {key: value.numpy().tolist() for key, value in outputs.items()}
-        return outputs.numpy().tolist()
-
-    results = []
-    for model_dir, values, dtype, how in json.loads(sys.stdin.read()):
-        loaded = tf.saved_model.load(model_dir)
-        try:
-            x = tf.constant(values, dtype)
-            if how == "signature":  # as saved_model_cli and TF Serving call it
-                signature = loaded.signatures["serving_default"]
-                (name,) = signature.structured_input_signature[1]
-                results.append(plain(signature(**{name: x})))
-            else:
-                results.append(plain(loaded.serve(x)))
-        except Exception as error:  # what a client sees
-            results.append({"error": type(error).__name__, "message": str(error)})
-    print(json.dumps(results))
-    """
-)
+pytestmark = pytest.mark.processes
 
 
-def serve_each_in_fresh_process(cases):
-    """`[serve(tf.constant(values, dtype)) or {"error", "message"}, ...]` for
-    `cases` of `(model_dir, values, dtype[, "serve" or "signature"])`, in a
-    fresh process: through the `serve` endpoint or the `serving_default`
-    signature."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    env.pop("PYTHONPATH", None)
-    result = subprocess.run(
-        [sys.executable, "-c", _SERVE],
-        input=json.dumps([[str(c[0]), *c[1:3], (*c[3:], "serve")[0]] for c in cases]),
-        capture_output=True, text=True, env=env, cwd="/",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.splitlines()[-1])
+def serve_each_in_fresh_process(cases, folder):
+    """`[serve(values as dtype) or {"error", "message"}, ...]` for `cases` of
+    `(model_dir, values, dtype[, "serve" or "signature"])`, served by the
+    process without keras_nalu and nalu_research
+    (`tests.test_export.serving_process`): through the `serve` endpoint or
+    the `serving_default` signature; outputs as lists."""
+    models = {}
+    for i, (model_dir, values, dtype, *how) in enumerate(cases):
+        key = f"{(*how, 'serve')[0]}|{i}"
+        _, inputs = models.setdefault(str(model_dir), (model_dir, {}))
+        inputs[key] = np.asarray(values, dtype="U" if dtype == "string" else dtype)
+    served = serve_models_in_fresh_process(
+        {str(i): model for i, model in enumerate(models.values())}, folder, errors=True
+    )
+    outputs = {}
+    for (_, inputs), answers in zip(models.values(), served.values(), strict=True):
+        for key in inputs:
+            answer = answers[key]
+            outputs[int(key.split("|")[1])] = (
+                {field: _plain(value) for field, value in answer.items()}
+                if isinstance(answer, dict)
+                else answer.tolist()
+            )
+    return [outputs[i] for i in range(len(cases))]
+
+
+def _plain(value):
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def _positive(*shape):
@@ -153,7 +131,7 @@ def served(tmp_path_factory):
         for kind, (_, _, wrong_shape) in _float_models().items()
     ]
     cases += [(folder / "words", [["nine"]], "string", "signature"), *signed]
-    results = serve_each_in_fresh_process(cases)
+    results = serve_each_in_fresh_process(cases, folder)
     words = dict(zip(PHRASES, results, strict=False))
     errors = {}
     for i, kind in enumerate(specs):

@@ -1,8 +1,4 @@
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import keras
 import numpy as np
@@ -11,6 +7,7 @@ import pytest
 from keras_nalu import NALU, export_saved_model
 from keras_nalu.layers import ConfiguredNALU
 from tests.conftest import assert_gradients_reach_every_weight, constant
+from tests.test_export import serve_in_fresh_process
 
 pytestmark = pytest.mark.backends
 
@@ -179,43 +176,7 @@ def test_invalid_input_shapes_raise(shapes, message):
         ConfiguredNALU(1).build(shapes)
 
 
-SERVE_SCRIPT = textwrap.dedent(
-    """
-    import sys
-
-    class BlockKerasNalu:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] == "keras_nalu":
-                raise ImportError("keras_nalu must not be imported when serving")
-
-    sys.meta_path.insert(0, BlockKerasNalu())
-    import json
-    import numpy as np
-    import tensorflow as tf
-
-    model_dir, inputs = sys.argv[1:3]
-    loaded = tf.saved_model.load(model_dir)
-    served = [loaded.serve(tf.constant(x)).numpy().tolist() for x in json.loads(inputs)]
-    assert not any(m.split(".")[0] == "keras_nalu" for m in sys.modules)
-    print(json.dumps(served))
-    """
-)
-
-
-def serve_in_fresh_process(model_dir, inputs, tmp_path):
-    """`[serve(x) for x in inputs]` in a process that cannot import keras_nalu."""
-    script = tmp_path / "serve.py"
-    script.write_text(SERVE_SCRIPT)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env.pop("PYTHONPATH", None)
-    result = subprocess.run(
-        [sys.executable, str(script), str(model_dir), json.dumps(inputs)],
-        capture_output=True, text=True, cwd=tmp_path, env=env,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    return [np.array(x) for x in json.loads(result.stdout.splitlines()[-1])]
-
-
+@pytest.mark.processes
 @pytest.mark.tensorflow  # the export from jax: tests/test_backends_export.py
 def test_lstm_configured_model_serves_without_keras_nalu(tmp_path):
     """One input: per step a value and a token; an LSTM configures the NALU."""
@@ -228,8 +189,9 @@ def test_lstm_configured_model_serves_without_keras_nalu(tmp_path):
     path = export_saved_model(model, tmp_path / "configured", sample)
     batches = [RNG.uniform(0, 2, shape).astype("float32") for shape in
                [(1, 2, 4), (6, 9, 4)]]  # fmt: skip
-    served = serve_in_fresh_process(path, [b.tolist() for b in batches], tmp_path)
-    for got, x in zip(served, batches, strict=True):
+    inputs = {str(i): batch for i, batch in enumerate(batches)}
+    served = serve_in_fresh_process(path, inputs, tmp_path)
+    for i, x in enumerate(batches):
         np.testing.assert_allclose(
-            got, keras.ops.convert_to_numpy(model(x)), rtol=1e-5, atol=1e-5
+            served[str(i)], keras.ops.convert_to_numpy(model(x)), rtol=1e-5, atol=1e-5
         )

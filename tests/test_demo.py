@@ -19,6 +19,8 @@ from tests.processes import (
     tensorboard_scalars,
 )
 
+pytestmark = pytest.mark.processes
+
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 SMALL = ["--seeds", "1", "--epochs", "3", "--examples", "512"]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import os
@@ -75,6 +77,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.processes
 def test_mirrored_strategy_fit_matches_a_single_device_run():
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600

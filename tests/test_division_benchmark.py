@@ -72,6 +72,7 @@ def test_bad_options_are_refused(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.processes
 @pytest.mark.research  # plots with matplotlib, TensorBoard logs
 def test_smoke_run_solves_a_range_and_exports_it(tmp_path):
     # The NMRU's run; the RealNPU's differs in its recipe (tested above), its

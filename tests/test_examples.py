@@ -130,6 +130,7 @@ def test_experiments_reject_each_bad_argument(capsys, experiment, args, message)
 # Slow (three runs of the example, about 35 s): `make test` keeps the
 # resume of training.fit in-process (tests/test_training.py) and end to end
 # through the demo and program evaluation; run it with `pytest -m slow`.
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.research  # plots with matplotlib
 def test_static_demo_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_path):

@@ -95,6 +95,7 @@ print("reloaded", len(cases))
 """
 
 
+@pytest.mark.processes
 def test_every_experiment_model_reloads_in_a_fresh_process(tmp_path):
     keras.utils.set_random_seed(0)
     cases = []

@@ -14,32 +14,56 @@ import pytest
 import keras_nalu.export
 from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model
 
-# Served by a Python that cannot import keras_nalu: the SavedModel must serve
-# with TensorFlow alone. One such process per test process serves every
-# request (`serve_models_in_fresh_process`): it never imports keras_nalu, and
-# the suite does not pay a TensorFlow import per served model.
+pytestmark = pytest.mark.processes
+
+# Served by a Python that can import neither keras_nalu nor nalu_research: the
+# SavedModel must serve with TensorFlow alone. One such process per test
+# process serves every request (`serve_models_in_fresh_process`): it never
+# imports either, and the suite does not pay a TensorFlow import per served
+# model.
 SERVE_SCRIPT = textwrap.dedent(
     """
     import sys, traceback
 
-    class BlockKerasNalu:
+    class Block:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] == "keras_nalu":
-                raise ImportError("keras_nalu must not be imported when serving")
+            if name.split(".")[0] in ("keras_nalu", "nalu_research"):
+                raise ImportError(f"{name} must not be imported when serving")
 
-    sys.meta_path.insert(0, BlockKerasNalu())
+    sys.meta_path.insert(0, Block())
     import numpy as np
     import tensorflow as tf
 
-    for line in sys.stdin:  # model_dir, inputs, outputs: one request a line
+    def serve(loaded, key, x):
+        if key.startswith("signature|"):  # as saved_model_cli and TF Serving call it
+            signature = loaded.signatures["serving_default"]
+            (name,) = signature.structured_input_signature[1]
+            return signature(**{name: x})
+        return loaded.serve(x)
+
+    # One request a line: model_dir, inputs, outputs, and "errors" to answer
+    # an input's error as its outputs "KEY|error" and "KEY|message" (what a
+    # client sees) or "raise" to fail the request.
+    for line in sys.stdin:
         try:
-            model_dir, inputs, outputs = line.rstrip("\\n").split("\\t")
+            model_dir, inputs, outputs, mode = line.rstrip("\\n").split("\\t")
             loaded = tf.saved_model.load(model_dir)
             served = {}
             with np.load(inputs) as data:
                 for key in data.files:
-                    served[key] = loaded.serve(tf.constant(data[key])).numpy()
-            assert not any(m.split(".")[0] == "keras_nalu" for m in sys.modules)
+                    try:
+                        out = serve(loaded, key, tf.constant(data[key]))
+                    except Exception as error:
+                        if mode != "errors":
+                            raise
+                        out = {"error": type(error).__name__, "message": str(error)}
+                    if not isinstance(out, dict):
+                        out = {"": out}
+                    for field, value in out.items():
+                        served["|".join(filter(None, [key, field]))] = np.asarray(value)
+            assert not any(
+                m.split(".")[0] in ("keras_nalu", "nalu_research") for m in sys.modules
+            )
             np.savez(outputs, **served)
             print("served: ok", flush=True)
         except Exception:
@@ -75,16 +99,22 @@ def serve_in_fresh_process(model_dir, inputs, tmp_path):
     ]
 
 
-def serve_models_in_fresh_process(models, tmp_path):
+def serve_models_in_fresh_process(models, tmp_path, errors=False):
     """`{name: (model_dir, inputs)}` served by the process without keras_nalu
-    (`serving_process`): `{name: {key: output}}`."""
+    (`serving_process`): `{name: {key: output}}`, an output a dict of the
+    model's outputs where it has several. An input whose key starts with
+    `signature|` goes through the `serving_default` signature, the others
+    through `serve`. With `errors`, an input that fails answers
+    `{"error": its type's name, "message": its text}`; without, the request
+    fails."""
     served = {}
     for name, (model_dir, inputs) in models.items():
         paths = [model_dir, tmp_path / f"{name}_inputs.npz",
                  tmp_path / f"{name}_outputs.npz"]  # fmt: skip
         np.savez(paths[1], **inputs)
         server = serving_process()
-        server.stdin.write("\t".join(map(str, paths)) + "\n")
+        request = [*map(str, paths), "errors" if errors else "raise"]
+        server.stdin.write("\t".join(request) + "\n")
         server.stdin.flush()
         reply = server.stdout.readline()
         while reply and not reply.startswith("served: "):  # anything else printed
@@ -94,8 +124,17 @@ def serve_models_in_fresh_process(models, tmp_path):
             server.stderr_file.seek(0)
             log = server.stderr_file.read()[-3000:]
             raise AssertionError(f"serving {name} failed: {reply or log}")
+        served[name] = {}
         with np.load(paths[2]) as outputs:
-            served[name] = {key: outputs[key] for key in outputs.files}
+            for key in outputs.files:
+                if key in inputs:
+                    served[name][key] = outputs[key]
+                else:
+                    input_key, field = key.rsplit("|", 1)
+                    value = outputs[key]
+                    served[name].setdefault(input_key, {})[field] = (
+                        value.item() if value.dtype.kind == "U" else value
+                    )
     return served
 
 

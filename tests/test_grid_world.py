@@ -267,6 +267,7 @@ def test_quick_run_trains_saves_and_serves(tmp_path):
         assert (tmp_path / "saved" / f"grid_world_{agent}" / "saved_model.pb").is_file()
 
 
+@pytest.mark.processes
 def test_saved_agent_reloads_acts_identically_and_serves(tmp_path):
     """The agent saved by the script reloads and plays the same episodes
     (same sampled actions), and its SavedModel serves without the package."""

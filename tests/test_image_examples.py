@@ -46,6 +46,7 @@ def table_rows(out):
     }
 
 
+@pytest.mark.processes
 def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
     export_dir = tmp_path / "model"
     result = run(

@@ -18,7 +18,7 @@ from tests.processes import (
     tensorboard_scalars,
 )
 from tests.test_bad_input import serve_each_in_fresh_process
-from tests.test_configured_nalu import serve_in_fresh_process
+from tests.test_export import serve_in_fresh_process
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -37,6 +37,7 @@ def table_rows(out):
     }
 
 
+@pytest.mark.processes
 @pytest.mark.research  # plots with matplotlib
 def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     export_dir = tmp_path / "words"
@@ -99,7 +100,8 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     # It returns a dict; "value" is NaN where "valid" is false.
     texts = [["five hundred and fifteen", "nine", "eighty eight"], ["zero"], ["nine"],
              ["zzz qqq", "", "nine " * 500]]  # fmt: skip
-    served = serve_each_in_fresh_process([(export_dir, t, "string") for t in texts])
+    cases = [(export_dir, t, "string") for t in texts]
+    served = serve_each_in_fresh_process(cases, tmp_path)
     values = [np.array(s["value"]) for s in served]
     assert [v.shape for v in values] == [(3,), (1,), (1,), (3,)]
     assert all(np.all(np.isfinite(v)) for v in values[:3])
@@ -116,6 +118,7 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
 # Slow (three runs of the example, about 35 s): `make test` keeps the
 # resume of training.fit in-process (tests/test_training.py) and end to end
 # through the demo and program evaluation; run it with `pytest -m slow`.
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.research  # plots with matplotlib
 def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path):
@@ -171,6 +174,7 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
     assert min(run["best_step"] for run in runs) <= 10 * killed_at
 
 
+@pytest.mark.processes
 @pytest.mark.research  # plots with matplotlib
 def test_program_evaluation_trains_prints_and_exports(tmp_path):
     export_dir = tmp_path / "programs"
@@ -193,7 +197,7 @@ def test_program_evaluation_trains_prints_and_exports(tmp_path):
     x = np.zeros((2, 5, 10), "float32")
     x[:, :, 0] = [[1, 2, 3, 4, 5], [10, 20, 30, 40, 50]]
     x[:, np.arange(5), [1, 2, 4, 6, 8]] = 1.0  # SET ADD IF_LT THEN_ADD ELSE_ADD
-    (served,) = serve_in_fresh_process(export_dir, [x.tolist()], tmp_path)
+    served = serve_in_fresh_process(export_dir, {"x": x}, tmp_path)["x"]
     assert served.shape == (2,) and np.all(np.isfinite(served))
 
 

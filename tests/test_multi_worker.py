@@ -27,6 +27,8 @@ import tensorflow as tf
 from keras_nalu import NAU, NMU
 from keras_nalu.distribute import Trainer, make_strategy
 
+pytestmark = pytest.mark.processes
+
 STEPS = 6
 TIMEOUT = 90  # seconds for all processes together; they take about 10
 

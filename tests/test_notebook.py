@@ -9,7 +9,8 @@ import pytest
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "docs" / "notebook.ipynb"
 
-pytestmark = pytest.mark.research  # the notebook plots with matplotlib
+# research: the notebook plots with matplotlib
+pytestmark = [pytest.mark.research, pytest.mark.processes]
 
 
 def test_the_notebook_runs_top_to_bottom_and_says_what_it_shows(tmp_path, monkeypatch):

@@ -90,6 +90,7 @@ print(sorted({name.split(".")[0] for name in sys.modules} & BLOCKED))
 )
 
 
+@pytest.mark.processes
 @pytest.mark.backends
 def test_import_pulls_in_no_experiment_code_and_no_research_dependency():
     result = subprocess.run(
@@ -172,6 +173,7 @@ def test_each_extra_lists_a_dependency_once():
             seen[name] = extra
 
 
+@pytest.mark.processes
 def test_the_namesake_distribution_is_named_at_import(tmp_path):
     """`keras-nalu` (2019, PyPI) ships the import package `keras_nalu` too:
     where its metadata is found, importing this package says so and how to

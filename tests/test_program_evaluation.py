@@ -146,6 +146,7 @@ def test_decode_inverts_encode():
     np.testing.assert_array_equal(decoded_values, values)
 
 
+@pytest.mark.processes
 @pytest.mark.research  # plots with matplotlib
 def test_example_killed_mid_run_resumes_to_the_uninterrupted_results(tmp_path):
     """Under a MirroredStrategy over the local CPU: a run killed after its

@@ -14,8 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 # The README's blocks and printed errors, read as `make gpu-check` reads them.
 from nalu_research.experiments.gpu_check import BLOCK, ERROR
+
+pytestmark = pytest.mark.processes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 # What the README claims: the largest relative error of each unit.

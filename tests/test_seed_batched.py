@@ -543,6 +543,7 @@ def test_benchmark_example_smoke_run(tmp_path):
     assert not list(tmp_path.glob("*.partial"))
 
 
+@pytest.mark.processes
 @pytest.mark.research  # plots with matplotlib
 def test_a_killed_benchmark_resumes_to_the_uninterrupted_result(tmp_path):
     def command(name):

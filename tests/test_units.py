@@ -439,6 +439,7 @@ def test_effective_kernel_before_build_raises():
         NMU(2).effective_kernel  # noqa: B018
 
 
+@pytest.mark.processes
 @pytest.mark.tensorflow  # the export from jax: tests/test_backends_export.py
 def test_models_of_every_unit_serve_without_keras_nalu(tmp_path):
     model = keras.Sequential(

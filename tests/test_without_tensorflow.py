@@ -12,6 +12,8 @@ import pytest
 
 from tests.processes import blocking_imports
 
+pytestmark = pytest.mark.processes
+
 ROOT = Path(__file__).resolve().parents[1]
 
 _WITHOUT_TENSORFLOW = (

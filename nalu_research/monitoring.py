@@ -109,10 +109,13 @@ def save_json(data, path):
     partial.replace(path)
 
 
-def markdown_table(header, rows):
+def markdown_table(header, rows, align=None):
     """The lines of a markdown table: `header` (the column names), the
     separator, then each row of `rows` (each a sequence of cells, converted
     with str, as many as the header's; an empty cell prints as `| |`).
+
+    With `align`, a string of `<` (left) or `>` (right) per column, every
+    cell is padded to its column's widest, header included, for a terminal.
 
     >>> markdown_table(["a", "b"], [[1, 2]])
     ['| a | b |', '|---|---|', '| 1 | 2 |']
@@ -121,24 +124,52 @@ def markdown_table(header, rows):
     | | x |
     |---|---|
     | y | |
+    >>> for line in markdown_table(["model", "error"], [["NAC", 0.5], ["NALU", 12]],
+    ...                            align="<>"):
+    ...     print(line)
+    | model | error |
+    |-------|-------|
+    | NAC   |   0.5 |
+    | NALU  |    12 |
     >>> try:
     ...     markdown_table(["a", "b"], [[1, 2], [3]])
     ... except ValueError as error:
     ...     error.name, error.expected
     ('rows[1]', '2 cells, as many as the header (it has 1)')
+    >>> try:
+    ...     markdown_table(["a", "b"], [[1, 2]], align="<")
+    ... except ValueError as error:
+    ...     error.name, error.expected
+    ('align', "one of '<' or '>' per column (2)")
     """
-    header = [str(cell) for cell in header]
-    lines = [_markdown_row(header), "|" + "---|" * len(header)]
+    table = [[str(cell) for cell in header]]
     for index, row in enumerate(rows):
         cells = [str(cell) for cell in row]
-        if len(cells) != len(header):
+        if len(cells) != len(table[0]):
             raise invalid(
                 f"rows[{index}]",
-                f"{len(header)} cells, as many as the header (it has {len(cells)})",
+                f"{len(table[0])} cells, as many as the header (it has {len(cells)})",
                 row,
             )
-        lines.append(_markdown_row(cells))
-    return lines
+        table.append(cells)
+    if align is None:
+        separator = "|" + "---|" * len(table[0])
+        lines = [_markdown_row(cells) for cells in table]
+        return [lines[0], separator, *lines[1:]]
+    if len(align) != len(table[0]) or set(align) - set("<>"):
+        raise invalid("align", f"one of '<' or '>' per column ({len(table[0])})", align)
+    widths = [max(map(len, column)) for column in zip(*table, strict=True)]
+    lines = [
+        "| "
+        + " | ".join(
+            cell.ljust(w) if a == "<" else cell.rjust(w)
+            for cell, w, a in zip(cells, widths, align, strict=True)
+        )
+        + " |"
+        for cells in table
+    ]
+    separator = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return [lines[0], separator, *lines[1:]]
 
 
 def _markdown_row(cells):

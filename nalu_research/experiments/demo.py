@@ -49,6 +49,7 @@ from nalu_research.cli import (
 )
 from nalu_research.monitoring import (
     Evaluation,
+    markdown_table,
     output_file,
     output_folder_name,
     save_json,
@@ -247,14 +248,7 @@ def main(argv=None):
         "[min, max] below it;\n'solved' counts seeds that extrapolate to within "
         f"{SOLVED:g}.\n"
     )
-    print(
-        "| task | model        | interpolation U[1, 10]     "
-        "| extrapolation U[100, 1000] | solved |"
-    )
-    print(
-        "|------|--------------|----------------------------|"
-        "----------------------------|--------|"
-    )
+    table = []
     for operation, name, errors in rows:
         cells = []
         for split in ("interpolation", "extrapolation"):
@@ -263,10 +257,9 @@ def main(argv=None):
                 f"{fmt(np.median(values))} [{fmt(values.min())}, {fmt(values.max())}]"
             )
         solved = int(np.sum(np.array(errors["extrapolation"]) < SOLVED))
-        print(
-            f"| {operation}  | {name:12s} | {cells[0]:>26s} | {cells[1]:>26s} | "
-            f"{solved}/{len(seeds)}    |"
-        )
+        table.append([operation, name, *cells, f"{solved}/{len(seeds)}"])
+    header = ["task", "model", "interpolation U[1, 10]", "extrapolation U[100, 1000]"]
+    print("\n".join(markdown_table([*header, "solved"], table, align="<<>><")))
     print(
         f"\nTrained {len(rows) * len(seeds)} models in {train_seconds:.0f} s "
         f"on the {keras.backend.backend()} backend."
@@ -299,18 +292,16 @@ def export_and_serve(models, export_dir):
         "only TensorFlow:\n"
     )
     served = serve_in_fresh_process([str(p) for p in paths.values()], SERVED_INPUTS)
-    header = " | ".join(f"{f'f({a:g}, {b:g})':>14s}" for a, b in SERVED_INPUTS)
-    print(f"| task | model        | {header} |")
-    print("|------|--------------|" + "|".join("-" * 16 for _ in SERVED_INPUTS) + "|")
+    table = []
     for operation in TASKS:
         exact = TASKS[operation](SERVED_INPUTS[:, 0], SERVED_INPUTS[:, 1])
-        cells = " | ".join(f"{v:14.6g}" for v in exact)
-        print(f"| {operation}  | {'exact':12s} | {cells} |")
+        table.append([operation, "exact", *(f"{v:.6g}" for v in exact)])
         for (op, name), path in paths.items():
             if op == operation:
-                values = served[str(path)]
-                cells = " | ".join(f"{v:14.6g}" for v in values)
-                print(f"| {operation}  | {name:12s} | {cells} |")
+                table.append([op, name, *(f"{v:.6g}" for v in served[str(path)])])
+    header = ["task", "model", *(f"f({a:g}, {b:g})" for a, b in SERVED_INPUTS)]
+    align = "<<" + ">" * len(SERVED_INPUTS)
+    print("\n".join(markdown_table(header, table, align=align)))
     return {f"{op} {name}": served[str(p)] for (op, name), p in paths.items()}
 
 

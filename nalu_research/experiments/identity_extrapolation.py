@@ -66,6 +66,7 @@ from nalu_research.cli import (
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     png_path,
     pyplot,
     save_json,
@@ -226,29 +227,18 @@ def print_table(names, runs, args):
         f"{list(TRAIN_RANGE)} beside it; the paper's value (mean of 100 models) "
         "last.\n"
     )
-    widths = (10, 10, 22, 10, 7)
-
-    def row(cells):
-        padded = [cells[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)
-        ]
-        print("| " + " | ".join(padded) + " |")
-
-    row(("model", "ours: mean", "ours: min to max", "on [-5, 5]", "paper"))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    table = []
     for name in names:
-        table = [r["table_mae"] for r in runs if r["model"] == name]
+        mae = [r["table_mae"] for r in runs if r["model"] == name]
         train = [r["train_range_mae"] for r in runs if r["model"] == name]
         diverged = any(r["diverged"] for r in runs if r["model"] == name)
-        row(
-            (
-                name + ("*" if diverged else ""),
-                f"{np.mean(table):.4g}",
-                f"{min(table):.4g} to {max(table):.4g}",
-                f"{np.mean(train):.2g}",
-                paper_value(name),
-            )
-        )
+        table.append(
+            [name + ("*" if diverged else ""), f"{np.mean(mae):.4g}",
+             f"{min(mae):.4g} to {max(mae):.4g}", f"{np.mean(train):.2g}",
+             paper_value(name)]
+        )  # fmt: skip
+    header = ["model", "ours: mean", "ours: min to max", "on [-5, 5]", "paper"]
+    print("\n".join(markdown_table(header, table, align="<>>>>")))
     if any(r["diverged"] for r in runs):
         print(
             "\n* includes a run that diverged (non-finite training loss; "

@@ -56,6 +56,7 @@ from nalu_research.cli import (
 from nalu_research.monitoring import (
     Evaluation,
     add_output_arguments,
+    markdown_table,
     output_folder_name,
     png_path,
     pyplot,
@@ -319,24 +320,19 @@ def main(argv=None):
         "(Madsen & Johansen 2020).\n"
         "Table 1 of the paper beside it.\n"
     )
-    print(
-        "| model     | interpolation | extrapolation | seed | solved | strict "
-        "| paper I / E |"
-    )
-    print(
-        "|-----------|---------------|---------------|------|--------|--------"
-        "|-------------|"
-    )
+    table = []
     for name, errors, seed, solved, strict in rows:
         paper = "{:.1f} / {:.1f}".format(
             *PAPER_TABLE_1[TABLE_KEYS[name]][args.operation]
         )
-        print(
-            f"| {name} | {errors['interpolation_error']:13.4g} | "
-            f"{errors['extrapolation_error']:13.4g} | {seed:4d} | "
-            f"{f'{solved}/{args.runs}':>6} | {f'{strict}/{args.runs}':>6} | "
-            f"{paper:>11} |"
-        )
+        table.append(
+            [name, f"{errors['interpolation_error']:.4g}",
+             f"{errors['extrapolation_error']:.4g}", seed, f"{solved}/{args.runs}",
+             f"{strict}/{args.runs}", paper]
+        )  # fmt: skip
+    header = ["model", "interpolation", "extrapolation", "seed", "solved", "strict",
+              "paper I / E"]  # fmt: skip
+    print("\n".join(markdown_table(header, table, align="<>>>>>>")))
     print(f"\nTrained in {seconds:.0f} s.")
 
     if is_chief(strategy):

@@ -464,7 +464,7 @@ UNITS = [
 def test_every_unit_computes_in_float64(unit):
     if keras.backend.backend() == "jax":
         pytest.skip("JAX computes float64 only with jax_enable_x64")
-    from tests.conftest import gradients
+    from tests.helpers import gradients
 
     x = np.array([[-2.0, 3.0], [0.0, 0.5], [1e3, -1e-3]], "float64")
     layer = unit(2, dtype="float64")

@@ -7,7 +7,7 @@ import pytest
 from keras_nalu import NAC, NALU, NAU, NACCell, NALUCell, NAUCell
 from keras_nalu.regularizers import Sparsity
 from keras_nalu.snapping import snap_weights
-from tests.conftest import assert_gradients_reach_every_weight, constant
+from tests.helpers import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
 from tests.test_nalu import FULL_KWARGS, RANDOM_NORMAL_INIT
 from tests.test_ops import np_nac_weight, np_nalu

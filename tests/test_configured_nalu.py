@@ -6,7 +6,7 @@ import pytest
 
 from keras_nalu import NALU, export_saved_model
 from keras_nalu.layers import ConfiguredNALU
-from tests.conftest import assert_gradients_reach_every_weight, constant
+from tests.helpers import assert_gradients_reach_every_weight, constant
 from tests.test_export import serve_in_fresh_process
 
 pytestmark = pytest.mark.backends

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from keras_nalu import NAC, NALU, NACCell, NALUCell
-from tests.conftest import assert_gradients_reach_every_weight, constant
+from tests.helpers import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
 from tests.test_ops import np_nac_weight
 

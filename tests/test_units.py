@@ -10,7 +10,7 @@ from keras_nalu import INALU, NAU, NMRU, NMU, NPU, RealNPU, export_saved_model
 from keras_nalu import ops as nalu_ops
 from keras_nalu.gradients import value_and_grad
 from keras_nalu.initializers import NAUUniform, NMUUniform
-from tests.conftest import assert_gradients_reach_every_weight, constant
+from tests.helpers import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
 from tests.test_export import serve_in_fresh_process
 from tests.test_ops import np_nac_weight

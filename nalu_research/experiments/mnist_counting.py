@@ -115,12 +115,7 @@ def parse_args(argv=None):
     )
     add_learning_rate_drop_argument(parser)
     add_ema_argument(parser)
-    parser.add_argument(
-        "--no-dropout",
-        dest="dropout",
-        action="store_false",
-        help="leave out the encoder's two dropout layers",
-    )
+    mnist.add_encoder_arguments(parser)
     parser.add_argument(
         "--encoder-output",
         choices=list(mnist.ENCODER_OUTPUTS),
@@ -128,13 +123,6 @@ def parse_args(argv=None):
         help="what the recurrent part reads of each image: the encoder's dense "
         "ReLU features (default), or the PyTorch MNIST example's classifier, "
         "a 10-way log-softmax (the paper's footnote: the convnet's output)",
-    )
-    parser.add_argument(
-        "--max-shift",
-        type=non_negative_int,
-        default=0,
-        help="move each training image by up to this many pixels in each "
-        "direction, a fresh draw per batch (default 0: no augmentation)",
     )
     parser.add_argument(
         "--lengths", type=positive_int, nargs="+", default=list(LENGTHS)
@@ -416,22 +404,11 @@ def main(argv=None):
     tf.get_logger().setLevel("ERROR")  # predict retraces once per length
     dataset_name = mnist.DATASET_NAMES[args.dataset]
     try:
-        train_images, train_labels = mnist.load_digit_images(
-            args.dataset, "train", args.data_dir
+        (train_images, train_labels), (test_images, test_labels) = mnist.load_splits(
+            args
         )
-        test_images, test_labels = mnist.load_digit_images(
-            args.dataset, "test", args.data_dir
-        )
-    except (FileNotFoundError, ImportError) as error:
+    except (FileNotFoundError, ImportError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    side = min(train_images.shape[1:3])
-    if args.max_shift >= side:
-        print(
-            f"error: --max-shift must be less than the images' side ({side} "
-            f"pixels in {dataset_name}), got {args.max_shift}",
-            file=sys.stderr,
-        )
         return 2
     print(
         f"{dataset_name}: {len(train_labels)} training and {len(test_labels)} test "

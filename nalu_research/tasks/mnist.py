@@ -39,6 +39,7 @@ import keras
 import numpy as np
 
 from keras_nalu import validation
+from nalu_research.cli import non_negative_int
 from nalu_research.layers import ImageSequenceEncoder
 
 DATASETS = ("mnist", "mnist5k", "digits")
@@ -143,6 +144,41 @@ def add_dataset_arguments(parser):
         help="prepared tensorflow_datasets folder holding mnist "
         "(default $TFDS_DATA_DIR or ~/tensorflow_datasets; --dataset mnist only)",
     )
+
+
+def add_encoder_arguments(parser):
+    """Adds the per-image encoder's training options to the argparse
+    `parser`: `--no-dropout` (`dropout`, default on) and `--max-shift` (the
+    augmentation of `shift_images`, default 0)."""
+    parser.add_argument(
+        "--no-dropout",
+        dest="dropout",
+        action="store_false",
+        help="leave out the encoder's two dropout layers",
+    )
+    parser.add_argument(
+        "--max-shift",
+        type=non_negative_int,
+        default=0,
+        help="move each training image by up to this many pixels in each "
+        "direction, a fresh draw per batch (default 0: no augmentation)",
+    )
+
+
+def load_splits(args):
+    """`((train_images, train_labels), (test_images, test_labels))` of the
+    parsed `args.dataset` (`load_digit_images`, from `args.data_dir`), with
+    `args.max_shift` (`add_encoder_arguments`) checked against the images'
+    side: a `ValueError` naming `--max-shift` when it is not smaller."""
+    train = load_digit_images(args.dataset, "train", args.data_dir)
+    test = load_digit_images(args.dataset, "test", args.data_dir)
+    side = min(train[0].shape[1:3])
+    if args.max_shift >= side:
+        raise ValueError(
+            f"--max-shift must be less than the images' side ({side} pixels in "
+            f"{DATASET_NAMES[args.dataset]}), got {args.max_shift}"
+        )
+    return train, test
 
 
 def load_digit_images(dataset="mnist", split="train", data_dir=None):

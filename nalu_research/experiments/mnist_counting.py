@@ -11,8 +11,9 @@ NALUCell whose state is the output. Models train on sequences of 10 images from
 the training split (mean squared error) and are tested on sequences from the
 test split: at length 1 by classification accuracy (the class with the largest
 predicted count, or the rounded sum), at lengths 10, 100 and 1000 by mean
-absolute error. The NAC model is exported as a SavedModel that accepts
-sequences of any length.
+absolute error. The NAC model (`--export-model`) is exported as a SavedModel
+that accepts sequences of any length; the weight with which each NAC or NAU
+unit carries its own state to the next step is kept in the results.
 
 Shows a progress line per epoch (Keras's progress bar too on a terminal) with
 the loss and the test metrics after it (the accuracy at length 1 on every test
@@ -51,6 +52,7 @@ import keras
 import numpy as np
 
 from keras_nalu import export_saved_model
+from keras_nalu.layers import NACCell
 from keras_nalu.training import Progress, fit
 from nalu_research.cli import (
     Checkpoints,
@@ -135,9 +137,16 @@ def parse_args(argv=None):
     )
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument(
+        "--export-model",
+        choices=list(mnist.RECURRENT_MODELS),
+        default="nac",
+        help="which of --models to export as a SavedModel (default: the NAC, "
+        "the paper's; nothing is exported when it is not trained)",
+    )
+    parser.add_argument(
         "--export-dir",
         type=output_folder_name,
-        help="where to export the NAC model (default saved_models/mnist_TASK_nac)",
+        help="where to export it (default saved_models/mnist_TASK_MODEL)",
     )
     add_output_arguments(parser, None, shown_default="results/mnist_TASK_DATASET.json")
     add_training_arguments(parser, "mnist_counting", checkpoint_every=500)
@@ -155,6 +164,7 @@ IGNORED = (
     "models",
     "lengths",
     "eval_sequences",
+    "export_model",
     "export_dir",
     "json",
     "png",
@@ -333,13 +343,33 @@ def print_table(args, results, dataset_name):
     print("\n".join(markdown_table(header, rows)))
 
 
-def export_nac(model, args, test_images, test_labels):
+def state_weights(head):
+    """The weight with which each unit of a NAC or NAU head carries its own
+    state to the next step (the diagonal of its state-to-state weights), as
+    a list; None for the other heads. A running count or sum is exact over
+    any length only where these are exactly 1."""
+    (cell,) = [
+        layer.cell for layer in head.layers if isinstance(layer, keras.layers.RNN)
+    ]
+    if hasattr(cell, "effective_recurrent_kernel"):  # NAUCell: apart from the input
+        weights = keras.ops.convert_to_numpy(cell.effective_recurrent_kernel)
+    elif isinstance(cell, NACCell):  # the last `units` rows read the state
+        weights = keras.ops.convert_to_numpy(cell.effective_kernel)[-cell.units :]
+    else:
+        return None
+    return [float(w) for w in (np.diagonal(weights) if weights.ndim == 2 else weights)]
+
+
+def export_model(model, args, test_images, test_labels):
+    """Exports `model` (the `--export-model` one) to `--export-dir` and serves
+    two test sequences from the SavedModel."""
     export_dir = args.export_dir or os.path.join(
-        "saved_models", f"mnist_{args.task}_nac"
+        "saved_models", f"mnist_{args.task}_{args.export_model}"
     )
+    name = mnist.RECURRENT_MODELS[args.export_model]
     index = mnist.sample_sequences(len(test_labels), 4, 10, seed=(args.seed, 7))
     path = export_saved_model(model, export_dir, test_images[index])
-    print(f"\nExported the NAC model to {path}/ (verified against the Keras model).")
+    print(f"\nExported the {name} model to {path}/ (verified against the Keras model).")
 
     import tensorflow as tf
 
@@ -440,7 +470,7 @@ def main(argv=None):
     )
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
-    results, nac_model = {}, None
+    results, exported = {}, None
     progress = Progress(len(args.models), done=0, unit="run")
     for kind in args.models:
         name = mnist.RECURRENT_MODELS[kind]
@@ -481,6 +511,7 @@ def main(argv=None):
             ],
             "epoch_metrics": {k: v for k, v in history.items() if k != "loss"},
             "diverged": result.divergence,
+            "state_weights": state_weights(head),
             "test": test,
             "seconds": seconds,
         }
@@ -492,8 +523,14 @@ def main(argv=None):
             },
             what=name + (", diverged" if result.divergence else ""),
         )
-        if kind == "nac":
-            nac_model = model
+        if results[kind]["state_weights"] is not None:
+            print(
+                f"{name}'s state weights, 1 - w: "
+                + " ".join(f"{1 - w:.2g}" for w in results[kind]["state_weights"]),
+                flush=True,
+            )
+        if kind == args.export_model:
+            exported = model
     wall = time.perf_counter() - start
     print_table(args, results, dataset_name)
     print(
@@ -507,8 +544,9 @@ def main(argv=None):
             args.json,
         )
         print(f"Wrote {args.png} and {args.json}.")
-        if nac_model is not None and can_export("the NAC model"):
-            export_nac(nac_model, args, test_images, test_labels)
+        name = mnist.RECURRENT_MODELS[args.export_model]
+        if exported is not None and can_export(f"the {name} model"):
+            export_model(exported, args, test_images, test_labels)
     checkpoints.remove()  # done: the runs' checkpoints are no longer needed
     return 0
 

@@ -11,6 +11,8 @@ variants of that last layer: Wx+b, sigmoid(W)x+b, tanh(W)x+b, Wx+0,
 sigmoid(W)x+0, tanh(W)x+0 and the NAC (`keras_nalu.layers.ConstrainedDense`).
 Each variant trains from the same seed on the same canvases, made from
 training-split digits, and is tested on canvases made from test-split digits.
+`--fresh-canvases` draws the training canvases anew for every batch (the
+same ones for every variant and seed), so that no canvas is seen twice.
 
     python examples/mnist_parity.py                     # MNIST (prepared)
     python examples/mnist_parity.py --dataset mnist5k   # runs offline
@@ -71,6 +73,8 @@ from nalu_research.tasks import mean_interval, mnist
 
 # About 3.6 digit widths: 100 pixels for MNIST's 28x28 digits, 28 for the 8x8.
 CANVAS_SIZE = {"mnist": 100, "mnist5k": 100, "digits": 28}
+# The seeds of the training and test canvases.
+TRAIN_SEED, TEST_SEED = 1, 2
 
 
 def parse_args(argv=None):
@@ -83,6 +87,13 @@ def parse_args(argv=None):
         default=list(mnist.ABLATION_VARIANTS),
     )
     parser.add_argument("--train-size", type=positive_int, default=20_000)
+    parser.add_argument(
+        "--fresh-canvases",
+        action="store_true",
+        help="train on canvases drawn anew for every batch (an epoch is still "
+        "--train-size canvases) instead of the same --train-size canvases "
+        "every epoch",
+    )
     parser.add_argument("--test-size", type=positive_int, default=2_000)
     parser.add_argument("--epochs", type=positive_int, default=10)
     parser.add_argument("--batch-size", type=positive_int, default=64)
@@ -115,10 +126,33 @@ def parse_args(argv=None):
     return args
 
 
-def canvases(args, split, n, seed, data):
+def canvases(args, n, seed, data):
+    """`n` canvases of the digits `data = (images, labels)` drawn from `seed`,
+    and their parities."""
     images, labels = data
     x, digits = mnist.place_digits(images, labels, n, args.canvas_size, seed=seed)
     return x, mnist.parity_targets(digits)
+
+
+class FreshCanvases(keras.utils.PyDataset):
+    """The batches of one epoch of `--fresh-canvases`: `steps` batches of
+    canvases of the digits `data`, batch `i` drawn from the seed
+    `(TRAIN_SEED, epoch + 1, i + 1)`, the same for every variant and run
+    seed and on resume; none of them is the fixed training set's (NumPy's
+    seeds ignore trailing zeros: `(1, 0, 0)` draws what `1` draws)."""
+
+    def __init__(self, args, data, epoch, steps):
+        super().__init__()
+        self.args, self.data, self.epoch, self.steps = args, data, epoch, steps
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, i):
+        size = min(
+            self.args.batch_size, self.args.train_size - i * self.args.batch_size
+        )
+        return canvases(self.args, size, (TRAIN_SEED, self.epoch + 1, i + 1), self.data)
 
 
 # Arguments that do not change a run's results: a checkpoint resumes across them.
@@ -141,20 +175,29 @@ def accuracy(model, data):
     return 100.0 * float(np.mean(np.argmax(probabilities, axis=1) == data[1]))
 
 
-def run(variant, seed, args, train, test, strategy, checkpoint_dir):
-    """Trains `variant` from `seed` for `args.epochs` epochs over `train`, each
-    epoch in its own shuffled order and checkpointed in `checkpoint_dir`.
+def run(variant, seed, args, data, strategy, checkpoint_dir):
+    """Trains `variant` from `seed` for `args.epochs` epochs over the training
+    canvases of `data` (a `dict`: `train` and `test` canvases, `digits` the
+    training digits), each epoch in its own shuffled order (with
+    `--fresh-canvases`, new canvases of those digits) and checkpointed in
+    `checkpoint_dir`.
 
     After every epoch the test accuracy joins the epoch's logs
     (`test_accuracy`: printed, in the history and in TensorBoard).
 
     Returns the `training.fit` result, the test accuracy and the training
-    accuracy: that of the trained model on the whole training set, in
+    accuracy: that of the trained model on the whole training set (with
+    `--fresh-canvases`, the same canvases, which it did not train on), in
     inference mode (before, the running accuracy of the last epoch's batches
     as `model.fit` reported it while the weights still changed).
     """
 
-    def batches(epoch):  # a fixed order per (seed, epoch): the same on resume
+    train, test = data["train"], data["test"]
+
+    def batches(epoch):  # fixed per (seed, epoch): the same on resume
+        if args.fresh_canvases:
+            steps = -(-args.train_size // args.batch_size)
+            return FreshCanvases(args, data["digits"], epoch, steps)
         return Shuffled(*train, args.batch_size, seed=(seed, epoch))
 
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
@@ -229,8 +272,8 @@ def main(argv=None):
     try:
         train_digits = mnist.load_digit_images(args.dataset, "train", args.data_dir)
         test_digits = mnist.load_digit_images(args.dataset, "test", args.data_dir)
-        train = canvases(args, "train", args.train_size, 1, train_digits)
-        test = canvases(args, "test", args.test_size, 2, test_digits)
+        train = canvases(args, args.train_size, TRAIN_SEED, train_digits)
+        test = canvases(args, args.test_size, TEST_SEED, test_digits)
     except (FileNotFoundError, ImportError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -238,8 +281,13 @@ def main(argv=None):
     print(
         f"Parity of the number of even digits on {args.canvas_size}x"
         f"{args.canvas_size} canvases of 0-5 digits from {dataset_name}: "
-        f"{args.train_size} training canvases (training-split digits), "
-        f"{args.test_size} test canvases (test-split digits); majority class "
+        + (
+            f"training canvases (training-split digits) drawn anew for every "
+            f"batch, {args.train_size} an epoch, "
+            if args.fresh_canvases
+            else f"{args.train_size} training canvases (training-split digits), "
+        )
+        + f"{args.test_size} test canvases (test-split digits); majority class "
         f"{majority:.1f}% of the test set. Each variant trains {args.epochs} "
         f"epochs, batch {args.batch_size}, Adam lr {args.learning_rate:g}, "
         f"seeds 0-{args.seeds - 1}.\n",
@@ -259,8 +307,7 @@ def main(argv=None):
                 variant,
                 seed,
                 args,
-                train,
-                test,
+                {"train": train, "test": test, "digits": train_digits},
                 strategy,
                 checkpoints(folder_name(variant), seed),
             )

@@ -269,6 +269,13 @@ def test_counting_example_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit):
         mnist_counting.parse_args(["--export-model", "cnn"])
     assert "--export-model: invalid choice: 'cnn'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a model that is not trained
+        mnist_counting.parse_args(["--models", "nau", "lstm", "--export-model", "gru"])
+    assert (
+        "--export-model: 'gru' is not among --models (nau, lstm)"
+        in capsys.readouterr().err
+    )
+    assert mnist_counting.parse_args(["--models", "nau"]).export_model == "nac"
     # Checked against the images once they are loaded, before any training.
     monkeypatch.chdir(tmp_path)
     assert mnist_counting.main(["--dataset", "digits", "--max-shift", "8"]) == 2

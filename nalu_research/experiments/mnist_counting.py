@@ -139,9 +139,8 @@ def parse_args(argv=None):
     parser.add_argument(
         "--export-model",
         choices=list(mnist.RECURRENT_MODELS),
-        default="nac",
         help="which of --models to export as a SavedModel (default: the NAC, "
-        "the paper's; nothing is exported when it is not trained)",
+        "the paper's, where it is trained; else nothing)",
     )
     parser.add_argument(
         "--export-dir",
@@ -152,6 +151,13 @@ def parse_args(argv=None):
     add_training_arguments(parser, "mnist_counting", checkpoint_every=500)
     add_backend_argument(parser, "mnist_counting")
     args = parser.parse_args(argv)
+    if args.export_model is None:
+        args.export_model = "nac"
+    elif args.export_model not in args.models:
+        parser.error(
+            f"argument --export-model: {args.export_model!r} is not among "
+            f"--models ({', '.join(args.models)})"
+        )
     if args.json is None:
         args.json = Path(f"results/mnist_{args.task}_{args.dataset}.json")
     args.png = png_path(args)

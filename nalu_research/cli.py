@@ -282,6 +282,17 @@ def mean_over_steps(args, epoch_means):
     return float(np.dot(epoch_means, steps) / sum(steps)) if steps else None
 
 
+def quiet_tensorflow_logger():
+    """Shows TensorFlow's own log from ERROR on (`predict` retraces for every
+    model and sequence length, and warns each time), where TensorFlow is
+    installed: jax and torch train without it (a GPU machine may lack it)."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return
+    tf.get_logger().setLevel("ERROR")
+
+
 def create_strategy(args):
     """Creates the strategy of `--strategy`: call it first in `main`, before
     TensorFlow runs anything (a multi-worker strategy needs that).

@@ -235,6 +235,41 @@ def test_nau_cell_with_a_diagonal_state_reads_only_its_own_state():
         NAUCell(2, diagonal_state="yes")
 
 
+@pytest.mark.parametrize(
+    "make_cell, expected",
+    [
+        # The rows of W that read h_{t-1} (after the 3 input rows): W[3 + j, j].
+        (lambda: NACCell(2, w_hat_initializer="zeros"), [0.0, 0.0]),
+        (lambda: NAUCell(2), [1.0, 1.0]),  # the identity by default
+        (lambda: NAUCell(2, diagonal_state=True), [1.0, 1.0]),
+    ],
+)
+def test_state_weights_are_each_units_weight_on_its_own_state(make_cell, expected):
+    cell = make_cell()
+    with pytest.raises(ValueError, match="`state_weights` of .* not available"):
+        _ = cell.state_weights
+    cell.build((None, 3))
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(cell.state_weights), expected
+    )
+    if isinstance(cell, NACCell):
+        w_hat = np.zeros((5, 2), "float32")
+        w_hat[3:] = [[5.0, -5.0], [-5.0, 0.5]]  # state rows
+        cell.w_hat.assign(w_hat)
+        cell.m_hat.assign(np.full((5, 2), 20.0, "float32"))  # sigmoid = 1
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(cell.state_weights),
+            np.tanh([5.0, 0.5]),
+            rtol=1e-6,
+        )
+    elif not cell.diagonal_state:
+        cell.recurrent_kernel.assign([[0.25, 0.5], [-2.0, 3.0]])  # clipped
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(cell.state_weights), [0.25, 1.0]
+        )
+    assert not hasattr(NALUCell(2), "state_weights")  # no single state weight
+
+
 @pytest.mark.skipif(
     keras.backend.backend() != "jax",
     reason="3,000 steps: 2 s on jax, 10-25 s on tensorflow and torch, where "

@@ -3,6 +3,8 @@
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -45,6 +47,46 @@ def table_rows(out):
         if line.startswith("| ") and "---" not in line
         for cells in [[c.strip() for c in line.strip("|").split("|")]]
     }
+
+
+# A process without TensorFlow: every import of it fails, as on a machine
+# that has only JAX (the GPU machine of `make gpu-check`).
+WITHOUT_TENSORFLOW = """
+import importlib.abc, sys
+class NoTensorFlow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "tensorflow":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoTensorFlow())
+from nalu_research.backends import run
+status = run(sys.argv[1], sys.argv[2:])
+assert not any(m.partition(".")[0] == "tensorflow" for m in sys.modules)
+sys.exit(status)
+"""
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize(
+    "experiment, argv",
+    [
+        ("mnist_counting", ["--task", "sum", "--models", "nau", "--steps", "2",
+                            "--batch-size", "2", "--checkpoint-every", "2",
+                            "--lengths", "1"]),
+        ("mnist_parity", ["--variants", "NAC", "--train-size", "8",
+                          "--test-size", "8", "--batch-size", "8",
+                          "--epochs", "1"]),
+    ],
+)  # fmt: skip
+def test_image_examples_train_on_jax_without_tensorflow(experiment, argv, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TENSORFLOW, experiment, *argv,
+         "--dataset", "digits", "--json", str(tmp_path / "results.json")],
+        env={**ENV, "KERAS_BACKEND": "jax"}, cwd=tmp_path,
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "on the jax backend" in result.stdout
+    assert (tmp_path / "results.json").exists()
 
 
 @pytest.mark.processes
@@ -338,22 +380,43 @@ def test_fresh_canvases_are_new_for_every_batch_and_epoch_and_reproducible():
          "--batch-size", "4"]
     )  # fmt: skip
     digits = mnist.load_digit_images("digits", "train")
-    epoch = mnist_parity.FreshCanvases(args, digits, 0, 3)
+    epoch = mnist_parity.FreshCanvases(args, digits, 0)
     batches = [epoch[i] for i in range(len(epoch))]
     assert [len(y) for _, y in batches] == [4, 4, 2]  # 10 canvases an epoch
     assert batches[0][0].shape == (4, 28, 28, 1)
     assert all(set(y.tolist()) <= {0, 1} for _, y in batches)
-    again = mnist_parity.FreshCanvases(args, digits, 0, 3)[1]  # as on resume
+    again = mnist_parity.FreshCanvases(args, digits, 0)[1]  # as on resume
     np.testing.assert_array_equal(again[0], batches[1][0])
     np.testing.assert_array_equal(again[1], batches[1][1])
     x = np.concatenate([x for x, _ in batches])
-    later = np.concatenate([mnist_parity.FreshCanvases(args, digits, 1, 3)[i][0]
+    later = np.concatenate([mnist_parity.FreshCanvases(args, digits, 1)[i][0]
                             for i in range(3)])  # fmt: skip
     fixed, _ = mnist_parity.canvases(args, 10, mnist_parity.TRAIN_SEED, digits)
     inked = [c for c in x if c.any()]  # blank canvases (no digit) are all alike
     assert len(inked) >= 5
     for canvas in inked:
         assert not any(np.array_equal(canvas, c) for c in (*later, *fixed))
+
+
+def test_parity_first_seed_runs_the_same_seed_as_a_longer_list(
+    tmp_path, monkeypatch, capsys
+):
+    """--first-seed 1 --seeds 1 trains seed 1 exactly as --seeds 2 does."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["--dataset", "digits", "--variants", "NAC", "--train-size", "16",
+            "--test-size", "16", "--epochs", "2", "--batch-size", "8",
+            "--fresh-canvases"]  # fmt: skip
+    assert mnist_parity.main([*argv, "--seeds", "2", "--json", "both.json"]) == 0
+    assert "seeds 0-1." in capsys.readouterr().out
+    assert mnist_parity.main([*argv, "--first-seed", "1", "--json", "one.json"]) == 0
+    out = capsys.readouterr().out
+    assert "seeds 1." in out and "NAC, seed 1:" in out and "seed 0:" not in out
+    both, one = (json.loads(Path(f).read_text())["results"]["NAC"]
+                 for f in ("both.json", "one.json"))  # fmt: skip
+    assert [r["seed"] for r in both] == [0, 1] and [r["seed"] for r in one] == [1]
+    for key in ("epoch_losses", "epoch_test_accuracy", "train_accuracy"):
+        assert one[0][key] == both[1][key]
+    assert one[0]["epoch_losses"] != both[0]["epoch_losses"]  # seeds differ
 
 
 def test_parity_run_trains_on_fresh_canvases_when_asked(monkeypatch):
@@ -401,6 +464,11 @@ def test_parity_run_trains_on_fresh_canvases_when_asked(monkeypatch):
         ),
         (mnist_counting, ["--png", "{tmp}"], "--png: expected a file, got the folder"),
         (mnist_parity, ["--json", "{tmp}"], "--json: expected a file, got the folder"),
+        (
+            mnist_parity,
+            ["--first-seed", "-1"],
+            "--first-seed: expected an integer >= 0, got '-1'",
+        ),
     ],
 )
 def test_bad_output_arguments_fail_before_training(

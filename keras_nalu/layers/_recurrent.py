@@ -41,6 +41,13 @@ class RecurrentCellMixin:
         add losses."""
         return self.math(inputs, self.unit_weights(), training)
 
+    def _state_diagonal(self, state_rows):
+        """`state_weights` from `state_rows()`: the `(units, units)` rows of
+        the unit's matrix that read `h_{t-1}`, or their diagonal `(units,)`."""
+        validation.check_built(self, "state_weights")
+        rows = state_rows()
+        return rows if len(rows.shape) == 1 else ops.diagonal(rows)
+
     def get_initial_state(self, batch_size=None):
         return [ops.zeros((batch_size, self.units), dtype=self.compute_dtype)]
 

@@ -30,6 +30,10 @@ class NACCell(RecurrentCellMixin, NAC):  # type: ignore[misc]  # the cell's call
             first `input_dim` rows read `x_t`, the rest read `h_{t-1}`.
         m_hat: Trainable weight of the same shape and layout.
         effective_kernel: The matrix `W` the cell applies (read-only).
+        state_weights: The weight `W[input_dim + j, j]` with which unit `j`
+            carries its own state to the next step, shape `(units,)`
+            (read-only): a running sum stays exact over any length only
+            where it is exactly 1.
 
     Example:
 
@@ -44,3 +48,9 @@ class NACCell(RecurrentCellMixin, NAC):  # type: ignore[misc]  # the cell's call
         Trask et al., 2018, "Neural Arithmetic Logic Units",
         https://arxiv.org/abs/1808.00508
     """
+
+    @property
+    def state_weights(self):
+        """The diagonal of the rows of `effective_kernel` that read `h_{t-1}`
+        (read-only)."""
+        return self._state_diagonal(lambda: self.effective_kernel[-self.units :])

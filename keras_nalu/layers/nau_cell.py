@@ -94,6 +94,10 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
         effective_kernel: `clip(kernel, -1, 1)` (read-only).
         effective_recurrent_kernel: `clip(recurrent_kernel, -1, 1)`
             (read-only).
+        state_weights: The weight with which unit `j` carries its own state
+            to the next step, the diagonal of `effective_recurrent_kernel`,
+            shape `(units,)` (read-only): a running sum or count stays exact
+            over any length only where it is exactly 1.
 
     Example:
 
@@ -211,6 +215,11 @@ class NAUCell(RecurrentCellMixin, NAU):  # type: ignore[misc]  # the cell's call
         """`clip(recurrent_kernel, -1, 1)` (read-only)."""
         validation.check_built(self, "effective_recurrent_kernel")
         return self.effective_weights()["recurrent_kernel"]
+
+    @property
+    def state_weights(self) -> Any:
+        """The diagonal of `effective_recurrent_kernel` (read-only)."""
+        return self._state_diagonal(lambda: self.effective_recurrent_kernel)
 
     def _unit_kernel(self, effective):
         """The matrix of the NAU over `[x_t, h_{t-1}]`: the input kernel over

@@ -52,7 +52,6 @@ import keras
 import numpy as np
 
 from keras_nalu import export_saved_model
-from keras_nalu.layers import NACCell
 from keras_nalu.training import Progress, fit
 from nalu_research.cli import (
     Checkpoints,
@@ -70,6 +69,7 @@ from nalu_research.cli import (
     non_negative_int,
     positive_float,
     positive_int,
+    quiet_tensorflow_logger,
     report,
     stream_epochs,
 )
@@ -350,20 +350,15 @@ def print_table(args, results, dataset_name):
 
 
 def state_weights(head):
-    """The weight with which each unit of a NAC or NAU head carries its own
-    state to the next step (the diagonal of its state-to-state weights), as
-    a list; None for the other heads. A running count or sum is exact over
-    any length only where these are exactly 1."""
+    """The `state_weights` of a head's `NACCell` or `NAUCell` (each unit's
+    weight on its own state: a running count or sum is exact over any length
+    only where they are exactly 1), as a list; None for the other heads."""
     (cell,) = [
         layer.cell for layer in head.layers if isinstance(layer, keras.layers.RNN)
     ]
-    if hasattr(cell, "effective_recurrent_kernel"):  # NAUCell: apart from the input
-        weights = keras.ops.convert_to_numpy(cell.effective_recurrent_kernel)
-    elif isinstance(cell, NACCell):  # the last `units` rows read the state
-        weights = keras.ops.convert_to_numpy(cell.effective_kernel)[-cell.units :]
-    else:
+    if not hasattr(cell, "state_weights"):
         return None
-    return [float(w) for w in (np.diagonal(weights) if weights.ndim == 2 else weights)]
+    return [float(w) for w in keras.ops.convert_to_numpy(cell.state_weights)]
 
 
 def export_model(model, args, test_images, test_labels):
@@ -435,9 +430,7 @@ def plot(args, results, dataset_name):
 def main(argv=None):
     args = parse_args(argv)
     strategy = create_strategy(args)
-    import tensorflow as tf
-
-    tf.get_logger().setLevel("ERROR")  # predict retraces once per length
+    quiet_tensorflow_logger()  # predict retraces once per length
     dataset_name = mnist.DATASET_NAMES[args.dataset]
     try:
         (train_images, train_labels), (test_images, test_labels) = mnist.load_splits(

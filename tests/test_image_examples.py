@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from nalu_research.experiments import mnist_counting, mnist_parity
+from nalu_research.monitoring import Evaluation
 from nalu_research.tasks import mnist
 from tests.processes import run_in_process, tensorboard_scalars
 from tests.test_export import serve_in_fresh_process
@@ -264,8 +265,37 @@ def test_counting_ema_ends_with_the_moving_averages(tmp_path):
         np.testing.assert_array_equal(a, b.numpy())
     # The metrics after the last epoch read the averages, as the final ones.
     history = runs["0.5"].history
-    final = mnist_counting.epoch_metrics(args, parts, *data)
+    final = mnist_counting.epoch_metrics(args, parts, data, data)
     assert history["length_1_accuracy"][-1] == final["length_1_accuracy"]
+
+
+def test_counting_diagnostics_add_metrics_and_leave_the_run_as_it_was(tmp_path):
+    images, labels = mnist.load_digit_images("digits", "test")
+    data = (images[:40], labels[:40])
+    argv = ["--task", "sum", "--dataset", "digits", "--models", "nau", "--steps",
+            "4", "--batch-size", "2", "--checkpoint-every", "2", "--lengths", "1",
+            "--eval-sequences", "2", "--ema", "0.5",
+            "--json", str(tmp_path / "r.json")]  # fmt: skip
+    histories = {}
+    for extra in ([], ["--diagnostics"]):
+        args = mnist_counting.parse_args(argv + extra)
+        result, _, _ = mnist_counting.train("nau", args, data, data, None, None)
+        histories[bool(extra)] = result.history
+    plain, diagnosed = histories[False], histories[True]
+    # The same run (the dropout's random state is put back after the
+    # diagnostics' pass in training mode), with more metrics after each epoch.
+    for name, values in plain.items():
+        assert diagnosed[name] == values, name
+    added = {"train_length_1_accuracy", "train_length_10_mse",
+             "train_length_10_mse_dropout"}  # fmt: skip
+    assert set(diagnosed) == set(plain) | added | {
+        f"live_{name}" for name in (set(plain) - {"loss"}) | added
+    }
+    # Dropout on changes the outputs; the last weights are not the averages.
+    assert diagnosed["train_length_10_mse_dropout"] != diagnosed["train_length_10_mse"]
+    assert diagnosed["live_train_length_10_mse"] != diagnosed["train_length_10_mse"]
+    with pytest.raises(ValueError, match="averages=True"):
+        Evaluation(lambda model: {}, live=True)
 
 
 def test_counting_example_reads_the_encoder_log_softmax_when_asked(tmp_path):

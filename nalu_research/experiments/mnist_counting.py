@@ -23,7 +23,10 @@ and a line per finished model. Writes the results as JSON (`--json`, default
 results/mnist_TASK_DATASET.json), a plot beside it (`--png`: the error against
 the sequence length and the training loss, per model) and, with
 `--tensorboard DIR`, the loss and the per-epoch test metrics of each model
-(DIR/TASK/MODEL).
+(DIR/TASK/MODEL). `--diagnostics` adds metrics on training images (single
+images; sequences with the encoder's dropout off and on) and, with `--ema`,
+those of the last weights beside the averaged ones: where the training loss
+and the test metrics part.
 
     python examples/mnist_counting.py --task count                  # MNIST (prepared)
     python examples/mnist_counting.py --task count --dataset mnist5k  # runs offline
@@ -93,6 +96,10 @@ LEARNING_RATE = 1e-2
 # the per-epoch curves stay cheap at length 1000 (the recurrent part runs
 # sequentially over the steps). Length 1 uses every test image either way.
 EPOCH_SEQUENCES = 100
+# Training images whose single-image accuracy `--diagnostics` measures, and
+# the training sequences on which it compares inference and training mode.
+DIAGNOSTIC_IMAGES = 10_000
+DIAGNOSTIC_SEQUENCES = 500
 
 
 def parse_args(argv=None):
@@ -137,6 +144,16 @@ def parse_args(argv=None):
     )
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument(
+        "--diagnostics",
+        action="store_true",
+        help="after each epoch also measure, on training images, the accuracy "
+        f"of single images (the first {DIAGNOSTIC_IMAGES:,}) and the squared "
+        f"error on {DIAGNOSTIC_SEQUENCES} sequences of --train-length with the "
+        "encoder's dropout off and on; with --ema, every metric of the last "
+        "weights beside the averaged ones too (live_*): where a gap between "
+        "the training loss and the test metrics opens",
+    )
+    parser.add_argument(
         "--export-model",
         choices=list(mnist.RECURRENT_MODELS),
         help="which of --models to export as a SavedModel (default: the NAC, "
@@ -170,6 +187,7 @@ IGNORED = (
     "models",
     "lengths",
     "eval_sequences",
+    "diagnostics",
     "export_model",
     "export_dir",
     "json",
@@ -219,8 +237,9 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
         config={**config, "model": kind},
         callbacks=[
             Evaluation(
-                lambda model: epoch_metrics(args, parts, *test_data),
+                lambda model: epoch_metrics(args, parts, test_data, train_data),
                 averages=args.ema is not None,
+                live=args.diagnostics and args.ema is not None,
             ),
             *tensorboard(args, args.task, kind),
         ],
@@ -281,10 +300,13 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
     return results
 
 
-def epoch_metrics(args, parts, test_images, test_labels):
+def epoch_metrics(args, parts, test_data, train_data):
     """The test metrics after an epoch: `length_1_accuracy` (%, every test
     image) and `length_N_mae` on the first `EPOCH_SEQUENCES` test sequences
-    of each longer length N."""
+    of each longer length N; with `--diagnostics` also
+    `train_length_1_accuracy` (%, the first `DIAGNOSTIC_IMAGES` of
+    `train_data`)."""
+    test_images, test_labels = test_data
     n = min(args.eval_sequences, EPOCH_SEQUENCES)
     test = evaluate(
         args.task,
@@ -296,12 +318,55 @@ def epoch_metrics(args, parts, test_images, test_labels):
         n,
         args.seed,
     )
-    return {
+    metrics = {
         f"length_{length}_{name}": value
         for length, result in sorted(test.items())
         for name, value in result.items()
         if name != "mse"
     }
+    if args.diagnostics:
+        metrics.update(training_diagnostics(args, parts, *train_data))
+    return metrics
+
+
+def training_diagnostics(args, parts, train_images, train_labels):
+    """What `--diagnostics` adds to an epoch's metrics, on training images
+    (unmoved): `train_length_1_accuracy` (%, the first `DIAGNOSTIC_IMAGES`),
+    and the mean squared error on `DIAGNOSTIC_SEQUENCES` sequences of
+    `--train-length` of them with the encoder in inference mode
+    (`train_length_N_mse`) and in training mode, its dropout on
+    (`train_length_N_mse_dropout`, what the training loss measures)."""
+    encoder, head = parts["encoder"], parts["head"]
+    first = slice(DIAGNOSTIC_IMAGES)
+    single = evaluate(
+        args.task, encoder, head, train_images[first], train_labels[first], [1], 1, 0
+    )
+    metrics = {"train_length_1_accuracy": single[1]["accuracy"]}
+    length = args.train_length
+    index = mnist.sample_sequences(
+        len(train_labels), DIAGNOSTIC_SEQUENCES, length, seed=(args.seed, length)
+    )
+    images = train_images[index.reshape(-1)]
+    targets = mnist.sequence_targets(args.task, train_labels[index])
+    # The dropout's random state, put back after: the diagnostics leave the
+    # run's own dropout masks (its results) as they were.
+    states = [
+        (v, keras.ops.convert_to_numpy(v)) for v in encoder.non_trainable_variables
+    ]
+    for suffix, training in (("", False), ("_dropout", True)):
+        embedded = np.concatenate(
+            [
+                keras.ops.convert_to_numpy(
+                    encoder(images[i : i + 1000], training=training)
+                )
+                for i in range(0, len(images), 1000)
+            ]
+        ).reshape(DIAGNOSTIC_SEQUENCES, length, -1)
+        errors = head.predict(embedded, verbose=0) - targets
+        metrics[f"train_length_{length}_mse{suffix}"] = float(np.mean(errors**2))
+    for variable, value in states:
+        variable.assign(value)
+    return metrics
 
 
 def fmt(value):

@@ -3,8 +3,6 @@
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -48,46 +46,6 @@ def table_rows(out):
         if line.startswith("| ") and "---" not in line
         for cells in [[c.strip() for c in line.strip("|").split("|")]]
     }
-
-
-# A process without TensorFlow: every import of it fails, as on a machine
-# that has only JAX (the GPU machine of `make gpu-check`).
-WITHOUT_TENSORFLOW = """
-import importlib.abc, sys
-class NoTensorFlow(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "tensorflow":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-sys.meta_path.insert(0, NoTensorFlow())
-from nalu_research.backends import run
-status = run(sys.argv[1], sys.argv[2:])
-assert not any(m.partition(".")[0] == "tensorflow" for m in sys.modules)
-sys.exit(status)
-"""
-
-
-@pytest.mark.processes
-@pytest.mark.parametrize(
-    "experiment, argv",
-    [
-        ("mnist_counting", ["--task", "sum", "--models", "nau", "--steps", "2",
-                            "--batch-size", "2", "--checkpoint-every", "2",
-                            "--lengths", "1"]),
-        ("mnist_parity", ["--variants", "NAC", "--train-size", "8",
-                          "--test-size", "8", "--batch-size", "8",
-                          "--epochs", "1"]),
-    ],
-)  # fmt: skip
-def test_image_examples_train_on_jax_without_tensorflow(experiment, argv, tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-c", WITHOUT_TENSORFLOW, experiment, *argv,
-         "--dataset", "digits", "--json", str(tmp_path / "results.json")],
-        env={**ENV, "KERAS_BACKEND": "jax"}, cwd=tmp_path,
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "on the jax backend" in result.stdout
-    assert (tmp_path / "results.json").exists()
 
 
 @pytest.mark.processes

@@ -1,7 +1,9 @@
 """JAX and torch users need no TensorFlow: with it made unimportable, the
 layers, `snap_weights`, `formulas`, `training.fit` with its checkpoint and
 resume, and the seed-batched engine run on jax and on torch; SavedModel
-export and `keras_nalu.distribute` say in a clear error that they need it."""
+export and `keras_nalu.distribute` say in a clear error that they need it.
+The research examples that train on jax run there too (the GPU machine of
+`make gpu-check` has JAX and no TensorFlow)."""
 
 import os
 import subprocess
@@ -99,3 +101,49 @@ def test_the_library_and_the_engine_run_without_tensorflow(backend):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+# An example, run as `python examples/NAME.py ARGS` runs it, where TensorFlow
+# cannot be imported.
+_EXAMPLE_WITHOUT_TENSORFLOW = (
+    blocking_imports("tensorflow", "tensorflow_datasets", "tf_keras")
+    + """
+from nalu_research.backends import run
+status = run(sys.argv[1], sys.argv[2:])
+assert not {name.split(".")[0] for name in sys.modules} & BLOCKED
+sys.exit(status)
+"""
+)
+
+
+@pytest.mark.research  # the examples plot with matplotlib
+@pytest.mark.parametrize(
+    "experiment, argv",
+    [
+        ("mnist_counting", ["--task", "sum", "--models", "nau", "--steps", "2",
+                            "--batch-size", "2", "--checkpoint-every", "2",
+                            "--lengths", "1", "--dataset", "digits"]),
+        ("mnist_parity", ["--variants", "NAC", "--train-size", "8",
+                          "--test-size", "8", "--batch-size", "8",
+                          "--epochs", "1", "--dataset", "digits"]),
+        ("identity_extrapolation", ["--models", "NAC", "--seeds", "1",
+                                    "--steps", "4", "--checkpoint-every", "2"]),
+        ("mystery_arithmetic", ["--models", "NAC", "--epochs", "1",
+                                "--train-size", "64", "--test-size", "64"]),
+        ("grid_world", ["--quick", "--agents", "a2c_nac", "--updates", "2",
+                        "--envs", "2", "--eval-episodes", "2",
+                        "--eval-instructions", "11", "12", "--every", "1",
+                        "--save-dir", "saved"]),
+    ],
+)  # fmt: skip
+def test_the_examples_train_on_jax_without_tensorflow(experiment, argv, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", _EXAMPLE_WITHOUT_TENSORFLOW, experiment, *argv,
+         "--json", str(tmp_path / "results.json"),
+         "--checkpoint-dir", str(tmp_path / "checkpoints")],
+        env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "jax" in result.stdout
+    assert (tmp_path / "results.json").exists()

@@ -36,7 +36,6 @@ from keras_nalu import NALU, NAU, NMU, export_saved_model
 from keras_nalu.training import Progress, fit
 from nalu_research.cli import (
     Checkpoints,
-    Shuffled,
     add_backend_argument,
     add_training_arguments,
     can_export,
@@ -45,6 +44,7 @@ from nalu_research.cli import (
     positive_float,
     positive_int,
     report,
+    shuffled_epochs,
     steps_per_execution,
 )
 from nalu_research.monitoring import (
@@ -124,24 +124,6 @@ def sample(operation, n, value_range, seed):
     return x.astype("float32"), TASKS[operation](x[:, :1], x[:, 1:]).astype("float32")
 
 
-def epoch_data(x, y, batch_size, seed):
-    """`data_fn(epoch)`: the training set in the epoch's own shuffled order,
-    drawn from `(seed, epoch)`, so a resumed run reads the same batches (a
-    `tf.data.Dataset` on tensorflow, the same batches as a `Shuffled` on the
-    other backends, which need no TensorFlow)."""
-    if keras.backend.backend() != "tensorflow":
-        return lambda epoch: Shuffled(x, y, batch_size, seed=(seed, epoch))
-    import tensorflow as tf
-
-    def data_fn(epoch):
-        order = np.random.default_rng((seed, epoch)).permutation(len(x))
-        return tf.data.Dataset.from_tensor_slices((x[order], y[order])).batch(
-            batch_size
-        )
-
-    return data_fn
-
-
 def relative_error(model, x, y):
     y_hat = keras.ops.convert_to_numpy(model(x, training=False)).astype("float64")
     return float(np.mean(np.abs(y_hat - y) / np.abs(y)))
@@ -165,7 +147,7 @@ def train(operation, name, seed, data, args, strategy, checkpoint_dir, tests):
     keras.utils.set_random_seed(seed)
     return fit(
         lambda: build_model(operation, name),
-        epoch_data(x, y, args.batch_size, seed),
+        shuffled_epochs(x, y, args.batch_size, seed),
         loss="mse",
         optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
         epochs=args.epochs,

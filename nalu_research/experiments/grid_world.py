@@ -48,7 +48,6 @@ from pathlib import Path
 import gymnasium as gym
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from keras_nalu import validation
@@ -60,6 +59,7 @@ from nalu_research.cli import (
     can_export,
     create_strategy,
     non_negative_float,
+    one_batch,
     positive_float,
     positive_int,
     report,
@@ -283,7 +283,7 @@ def train(agent, seed, args, checkpoint_dir):
         rng = np.random.default_rng([seed, update])
         steps = play(built["model"], envs, rng, seed=int(rng.integers(2**31)))
         played.record(steps)
-        return tf.data.Dataset.from_tensors(training_batch(built["model"], steps))
+        return one_batch(training_batch(built["model"], steps))
 
     result = fit(
         model_fn,

@@ -46,13 +46,13 @@ from pathlib import Path
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_nalu.training import Progress, fit
 from nalu_research.cli import (
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
+    array_batches,
     create_strategy,
     epoch_steps,
     is_chief,
@@ -164,7 +164,7 @@ def run(name, seed, args, test_sets, strategy, checkpoint_dir):
 
     def slice_of(steps, start):  # the run's one stream, from step `start`
         part = slice(start * size, (start + steps) * size)
-        return tf.data.Dataset.from_tensor_slices((x[part], y[part])).batch(size)
+        return array_batches(x[part], y[part], size)
 
     epochs, batches = stream_epochs(args, slice_of)
 

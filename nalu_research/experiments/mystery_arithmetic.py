@@ -41,7 +41,6 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_nalu import (
     INALU,
@@ -63,6 +62,7 @@ from nalu_research.cli import (
     is_chief,
     positive_int,
     report,
+    shuffled_epochs,
 )
 from nalu_research.monitoring import (
     Evaluation,
@@ -178,19 +178,6 @@ def test_errors(x, y, kinds):
     return Evaluation(evaluate)
 
 
-def epoch_batches(x, y, batch_size, seed):
-    """`data_fn` of `training.fit`: epoch `e` reads the examples in an order
-    drawn from `(seed, e)` alone, so a resumed run reads the same batches."""
-
-    def batches(epoch):
-        order = np.random.default_rng((seed, epoch)).permutation(len(x))
-        return tf.data.Dataset.from_tensor_slices((x[order], y[order])).batch(
-            batch_size
-        )
-
-    return batches
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -252,7 +239,7 @@ def main(argv=None):
     )
 
     ops_ = sorted(set(kinds))
-    batches = epoch_batches(x_train, y_train, args.batch_size, args.seed)
+    batches = shuffled_epochs(x_train, y_train, args.batch_size, args.seed)
     config = {k: getattr(args, k) for k in TRAINING_ARGUMENTS}
     curves, rows = {}, []
     steps = args.epochs * -(-args.train_size // args.batch_size)

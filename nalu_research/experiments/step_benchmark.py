@@ -137,7 +137,7 @@ def parse_args(argv=None):
 def _demo(steps):
     import keras
 
-    from nalu_research.cli import steps_per_execution
+    from nalu_research.cli import shuffled_epochs, steps_per_execution
     from nalu_research.experiments import demo
 
     args = demo.parse_args([])
@@ -148,7 +148,7 @@ def _demo(steps):
         loss="mse",
         steps_per_execution=steps_per_execution(min(demo.STEPS_PER_EXECUTION, steps)),
     )
-    return model, demo.epoch_data(x, y, args.batch_size, seed=0)(0)
+    return model, shuffled_epochs(x, y, args.batch_size, seed=0)(0)
 
 
 def _number_words(steps):

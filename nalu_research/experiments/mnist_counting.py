@@ -303,9 +303,8 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
 def epoch_metrics(args, parts, test_data, train_data):
     """The test metrics after an epoch: `length_1_accuracy` (%, every test
     image) and `length_N_mae` on the first `EPOCH_SEQUENCES` test sequences
-    of each longer length N; with `--diagnostics` also
-    `train_length_1_accuracy` (%, the first `DIAGNOSTIC_IMAGES` of
-    `train_data`)."""
+    of each longer length N; with `--diagnostics` also those of
+    `training_diagnostics` on `train_data` (images, labels)."""
     test_images, test_labels = test_data
     n = min(args.eval_sequences, EPOCH_SEQUENCES)
     test = evaluate(

@@ -1,3 +1,4 @@
+import argparse
 import gzip
 import hashlib
 import pickle
@@ -419,11 +420,58 @@ def test_nac_head_with_unit_weights_counts_exactly_over_1000_steps():
             "encoder_output",
         ),
         (lambda: mnist.parity_model("relu(W)x", (28, 28, 1)), "variant"),
+        (lambda: mnist.digit_encoder((8, 8, 1), dropout=(0.25, 1.0)), "dropout"),
+        (lambda: mnist.digit_encoder((8, 8, 1), dropout=(-0.1, 0.5)), "dropout"),
+        (lambda: mnist.digit_encoder((8, 8, 1), dropout=(0.5,)), "dropout"),
+        (lambda: mnist.digit_encoder((8, 8, 1), dropout=(0.1, 0.2, 0.3)), "dropout"),
+        (lambda: mnist.digit_encoder((8, 8, 1), dropout=("a", 0.5)), "dropout"),
+        (lambda: mnist.digit_encoder((8, 8, 1), dropout=None), "dropout"),
+        (lambda: mnist.digit_encoder((8, 8, 1), dropout=0.5), "dropout"),
     ],
 )
 def test_invalid_builder_arguments_raise(call, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
         call()
+
+
+@pytest.mark.parametrize(
+    "dropout, rates, words",
+    [
+        (True, (0.25, 0.5), "on"),
+        (False, (0.0, 0.0), "off"),
+        ((0.25, 0), (0.25, 0.0), "0.25 and 0"),
+        ([0.0, 0.0], (0.0, 0.0), "off"),
+    ],
+)
+def test_encoder_dropout_sets_the_two_rates(dropout, rates, words):
+    encoder = mnist.digit_encoder((8, 8, 1), dropout=dropout)
+    layers = [
+        layer for layer in encoder.layers if isinstance(layer, keras.layers.Dropout)
+    ]
+    assert tuple(layer.rate for layer in layers) == rates
+    assert mnist.describe_dropout(dropout) == words
+
+
+@pytest.mark.parametrize(
+    "argv, rates",
+    [
+        ([], [0.25, 0.5]),
+        (["--no-dropout"], [0.0, 0.0]),
+        (["--dropout", "0.25", "0"], [0.25, 0.0]),
+    ],
+)
+def test_encoder_arguments_parse_the_dropout_rates(argv, rates):
+    parser = argparse.ArgumentParser()
+    mnist.add_encoder_arguments(parser)
+    assert parser.parse_args(argv).dropout == rates
+
+
+def test_encoder_arguments_reject_a_rate_of_one(capsys):
+    parser = argparse.ArgumentParser()
+    mnist.add_encoder_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--dropout", "0.25", "1"])
+    assert "expected a rate in [0, 1), got '1'" in capsys.readouterr().err
 
 
 # The parity canvases.

@@ -513,7 +513,7 @@ def main(argv=None):
             for kind in args.models
         )
         + f"; seed {args.seed}, encoder dropout "
-        f"{'on' if args.dropout else 'off'}"
+        f"{mnist.describe_dropout(args.dropout)}"
         + (
             ", the recurrent part reads the encoder's log-softmax"
             if args.encoder_output == "log_softmax"

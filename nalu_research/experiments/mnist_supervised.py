@@ -175,7 +175,7 @@ def main(argv=None):
         )
         + f"): {args.epochs} epochs, batch {args.batch_size}, "
         f"Adam lr {args.learning_rate:g}, dropout "
-        f"{'on' if args.dropout else 'off'}"
+        f"{mnist.describe_dropout(args.dropout)}"
         + (f", images moved by up to {args.max_shift} px" if args.max_shift else "")
         + f"; seeds 0-{args.seeds - 1}.\n",
         flush=True,

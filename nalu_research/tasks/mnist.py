@@ -36,6 +36,7 @@ Example:
 import functools
 import gzip
 import hashlib
+import numbers
 import os
 import pickle
 import subprocess
@@ -48,7 +49,7 @@ import keras
 import numpy as np
 
 from keras_nalu import validation
-from nalu_research.cli import non_negative_int
+from nalu_research.cli import argument_type, non_negative_int
 from nalu_research.layers import ImageSequenceEncoder
 
 DATASETS = ("mnist", "mnist5k", "digits")
@@ -77,6 +78,9 @@ SEQUENCE_TASKS = ("count", "sum")
 # or the PyTorch MNIST example's classifier output (a 10-way log-softmax), the
 # "output of the convnet" the paper's footnote says the recurrent part reads.
 ENCODER_OUTPUTS = ("features", "log_softmax")
+# The PyTorch MNIST example's dropout rates: after the encoder's pooling and
+# after its dense layer (`digit_encoder`).
+DROPOUT_RATES = (0.25, 0.5)
 EVEN_DIGITS = (0, 2, 4, 6, 8)
 
 # Table 2 of the paper: per model, (accuracy at length 1 in %, mean absolute
@@ -167,13 +171,25 @@ def add_dataset_arguments(parser):
 
 def add_encoder_arguments(parser):
     """Adds the per-image encoder's training options to the argparse
-    `parser`: `--no-dropout` (`dropout`, default on) and `--max-shift` (the
-    augmentation of `shift_images`, default 0)."""
+    `parser`: `--dropout AFTER_POOLING AFTER_DENSE` (`dropout`, the two rates
+    of `digit_encoder`, default the PyTorch example's), `--no-dropout` (the
+    same as `--dropout 0 0`) and `--max-shift` (the augmentation of
+    `shift_images`, default 0)."""
+    parser.add_argument(
+        "--dropout",
+        type=_dropout_rate_argument,
+        nargs=2,
+        metavar=("AFTER_POOLING", "AFTER_DENSE"),
+        default=list(DROPOUT_RATES),
+        help="the encoder's two dropout rates, after its convolutions and "
+        "after its dense layer (default %(default)s, the PyTorch example's)",
+    )
     parser.add_argument(
         "--no-dropout",
         dest="dropout",
-        action="store_false",
-        help="leave out the encoder's two dropout layers",
+        action="store_const",
+        const=[0.0, 0.0],
+        help="leave out the encoder's dropout (--dropout 0 0)",
     )
     parser.add_argument(
         "--max-shift",
@@ -652,27 +668,74 @@ RECURRENT_MODELS = {
 }
 
 
+def dropout_rates(dropout):
+    """The encoder's two dropout rates `(after_pooling, after_dense)` that
+    `dropout` names: True for the PyTorch example's `DROPOUT_RATES`, False
+    for none, or the two rates themselves, each in `[0, 1)`.
+
+    >>> dropout_rates(True), dropout_rates(False), dropout_rates([0.25, 0])
+    ((0.25, 0.5), (0.0, 0.0), (0.25, 0.0))
+    """
+    if isinstance(dropout, (bool, np.bool_)):
+        return DROPOUT_RATES if dropout else (0.0, 0.0)
+    try:
+        rates = tuple(_dropout_rate("dropout", rate) for rate in dropout)
+    except (TypeError, validation.InvalidValueError):
+        rates = ()
+    if len(rates) != 2:
+        raise validation.invalid(
+            "dropout", "True, False or two rates, each in [0, 1)", dropout
+        )
+    return rates
+
+
+def describe_dropout(dropout):
+    """`dropout` (`dropout_rates`) in words: "on" (the PyTorch example's
+    rates), "off", or its two rates ("0.25 and 0")."""
+    rates = dropout_rates(dropout)
+    if rates == DROPOUT_RATES:
+        return "on"
+    if rates == (0.0, 0.0):
+        return "off"
+    return f"{rates[0]:g} and {rates[1]:g}"
+
+
+def _dropout_rate(name, value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0 <= value < 1
+    ):
+        raise validation.invalid(name, "a rate in [0, 1)", value)
+    return float(value)
+
+
+_dropout_rate_argument = argument_type(_dropout_rate, float)
+
+
 def digit_encoder(image_shape, features=128, dropout=True, output="features"):
     """The per-image convnet of the PyTorch MNIST example.
 
-    Two 3x3 convolutions (32 and 64 filters, ReLU), 2x2 max pooling, dropout
-    0.25, a dense layer of `features` units (ReLU) and dropout 0.5 (the two
-    dropout layers only with `dropout=True`). With `output="features"` that
-    dense layer is the output; with `output="log_softmax"` the example's
-    classifier follows, a dense layer of 10 and a log-softmax (the encoder
-    still gets no label: only the task's targets train it).
+    Two 3x3 convolutions (32 and 64 filters, ReLU), 2x2 max pooling, dropout,
+    a dense layer of `features` units (ReLU) and dropout again. `dropout`
+    sets the two rates (`dropout_rates`): True for the example's 0.25 and
+    0.5, False for none, or a pair of rates (the layers are there at any
+    rate, so weights load across rates). With `output="features"` the dense
+    layer (after its dropout) is the output; with `output="log_softmax"` the
+    example's classifier follows, a dense layer of 10 and a log-softmax (the
+    encoder still gets no label: only the task's targets train it).
     """
-    dropout = validation.boolean("dropout", dropout)
+    after_pooling, after_dense = dropout_rates(dropout)
     validation.one_of("output", output, ENCODER_OUTPUTS)
     layers = [
         keras.Input(tuple(image_shape)),
         keras.layers.Conv2D(32, 3, activation="relu"),
         keras.layers.Conv2D(64, 3, activation="relu"),
         keras.layers.MaxPooling2D(2),
-        keras.layers.Dropout(0.25 if dropout else 0.0),
+        keras.layers.Dropout(after_pooling),
         keras.layers.Flatten(),
         keras.layers.Dense(features, activation="relu"),
-        keras.layers.Dropout(0.5 if dropout else 0.0),
+        keras.layers.Dropout(after_dense),
     ]
     if output == "log_softmax":
         layers += [

@@ -343,3 +343,45 @@ def test_gradients_reach_every_weight(cell_cls):
     x = np.random.default_rng(0).uniform(0.5, 1.5, size=(2, 4, 3)).astype("float32")
     rnn = keras.layers.RNN(cell_cls(2))
     assert_gradients_reach_every_weight(rnn, x)
+
+
+def test_a_nau_cell_snaps_only_its_state_weights_when_named():
+    # A running sum read through inputs weighted 0.3 and 0.7 (no exact value):
+    # snapping the state weight alone makes the sum exact, the input weights
+    # stay as trained; snapping all would round them too.
+    cell = NAUCell(1, diagonal_state=True)
+    with pytest.raises(ValueError, match="`snap` of .* not available"):
+        cell.snap(["recurrent_kernel"])
+    cell.build((None, 2))
+    cell.kernel.assign(np.array([[0.3], [0.7]], "float32"))
+    cell.recurrent_kernel.assign(np.array([0.99997], "float32"))
+    x = np.ones((1, 1000, 2), "float32")
+    rnn = keras.layers.RNN(cell)
+    assert abs(float(keras.ops.convert_to_numpy(rnn(x))[0, 0]) - 1000.0) > 1e-2
+    cell.snap(["recurrent_kernel"])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(cell.state_weights), [1])
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(cell.kernel), [[0.3], [0.7]], rtol=1e-7
+    )
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(rnn(x)), [[1000.0]], rtol=1e-6
+    )
+    cell.snap()
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(cell.kernel), [[0], [1]])
+    for names in ("recurrent_kernel", ["state"], [1]):
+        with pytest.raises(
+            ValueError, match=r"`names`.*\['kernel', 'recurrent_kernel'\]"
+        ):
+            cell.snap(names)
+
+
+def test_a_nalu_scales_its_gate_only_when_snapping_every_weight():
+    layer = NALU(1)
+    layer.build((None, 2))
+    gate = keras.ops.convert_to_numpy(layer.gate_kernel).copy()
+    layer.snap(["kernel"])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.gate_kernel), gate)
+    layer.snap()
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer.gate_kernel), 1e4 * gate, rtol=1e-6
+    )

@@ -282,6 +282,46 @@ def test_state_weights_are_each_units_own_weight_on_its_state():
     assert mnist_counting.state_weights(mnist.recurrent_head("gru", "sum")) is None
 
 
+def test_the_nau_head_is_tested_again_with_its_state_weights_snapped(capsys):
+    images, labels = mnist.load_digit_images("digits", "test")
+    data = (images[:40], labels[:40])
+    args = mnist_counting.parse_args(
+        ["--task", "sum", "--dataset", "digits", "--models", "nau", "--steps", "2",
+         "--batch-size", "2", "--lengths", "1", "100", "--eval-sequences", "3"]
+    )  # fmt: skip
+    _, encoder, head = mnist_counting.train("nau", args, data, data, None, None)
+    cell = mnist_counting.recurrent_cell(head)
+    cell.recurrent_kernel.assign(np.array([0.9], "float32"))  # one unit's state
+    cell.kernel.assign(keras.ops.convert_to_numpy(cell.kernel) * 0.5 + 0.01)
+
+    def tested():
+        return mnist_counting.evaluate("sum", encoder, head, *data, [1, 100], 3, 0)
+
+    as_trained = tested()
+    kernel = keras.ops.convert_to_numpy(cell.kernel)
+    snapped = mnist_counting.evaluate_state_snapped(args, encoder, head, data)
+    # The head is put back as it was trained.
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(cell.kernel), kernel)
+    assert mnist_counting.state_weights(head) == [pytest.approx(0.9)]
+    assert tested() == as_trained
+    # Snapped: the state weight 1, the input weights as trained.
+    cell.recurrent_kernel.assign(np.array([1.0], "float32"))
+    assert snapped == tested() and snapped[100] != as_trained[100]
+    # The NAC's state rows are part of its kernel; the GRU has none.
+    for kind in ("nac", "gru"):
+        other = mnist.recurrent_head(kind, "sum", features=128)
+        assert mnist_counting.evaluate_state_snapped(args, encoder, other, data) is None
+    results = {"nau": {"test": as_trained, "test_state_snapped": snapped,
+                       "diverged": None}}  # fmt: skip
+    mnist_counting.print_table(args, results, "digits")
+    rows = table_rows(capsys.readouterr().out)
+    assert rows["NAU, state snapped"] == [
+        f"{snapped[1]['accuracy']:.1f}% (-)",
+        f"{mnist_counting.fmt(snapped[100]['mae'])} (-)",
+    ]
+    assert rows["NAU"][1].startswith(mnist_counting.fmt(as_trained[100]["mae"]))
+
+
 def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path, capsys):
     start = time.perf_counter()
     assert mnist_counting.main(["--data-dir", str(tmp_path / "none")]) == 2

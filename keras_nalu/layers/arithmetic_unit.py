@@ -24,6 +24,7 @@ the penalty into its scheduled loss), so the layer and every tool run the
 same code: the engine's math cannot drift from the layer's.
 """
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import keras
@@ -197,15 +198,35 @@ class ArithmeticUnit(keras.layers.Layer):
         for name, value in values.items():
             _assign(weights[name], value)
 
-    def snap(self) -> None:
+    def snap(self, names: Sequence[str] | None = None) -> None:
         """Sets each effective weight of `exact_values` to the nearest of
-        its exact values. A unit with other weights to adjust (the NALU's
-        gate) extends it."""
+        its exact values, in place. A unit with other weights to adjust (the
+        NALU's gate) extends it.
+
+        Args:
+            names: The effective weights to snap, names of `exact_values`
+                (default: all of them), e.g. `["recurrent_kernel"]` to make a
+                `NAUCell`'s running sum exact and leave its input weights as
+                trained.
+
+        Raises:
+            ValueError: If the layer is not built, or `names` is not a list of
+                names of `exact_values`.
+        """
+        validation.check_built(self, "snap")
+        if names is None:
+            names = list(self.exact_values)
+        elif isinstance(names, str) or not all(n in self.exact_values for n in names):
+            raise ValueError(
+                "Received an invalid value for `names`, expected a list of "
+                f"names of {type(self).__name__}'s exact_values "
+                f"{sorted(self.exact_values)}. Received: names={names!r}"
+            )
         effective = self.effective_weights()
         self.set_effective_weights(
             {
-                name: nearest(_numpy(effective[name]), values)
-                for name, values in self.exact_values.items()
+                name: nearest(_numpy(effective[name]), self.exact_values[name])
+                for name in names
                 if name in effective
             }
         )

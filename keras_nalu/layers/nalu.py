@@ -1,3 +1,4 @@
+from collections.abc import Sequence
 from typing import Any
 
 import keras
@@ -170,12 +171,13 @@ class NALU(NAC):
             epsilon=self.epsilon,
         )
 
-    def snap(self) -> None:
-        """Snaps the paths' weights, and scales the gate's kernel by
-        `GATE_SCALE`, so a gate decided on an input is exactly open or closed
-        there."""
-        super().snap()
-        self.gate_kernel.assign(GATE_SCALE * self.gate_kernel)
+    def snap(self, names: Sequence[str] | None = None) -> None:
+        """Snaps the paths' weights (those of `names`, default all), and
+        when snapping all of them scales the gate's kernel by `GATE_SCALE`,
+        so a gate decided on an input is exactly open or closed there."""
+        super().snap(names)
+        if names is None:
+            self.gate_kernel.assign(GATE_SCALE * self.gate_kernel)
 
     def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
         """`g * a + (1 - g) * m`: the gate `sigmoid(h @ G)`, written 1 or 0

@@ -13,7 +13,10 @@ test split: at length 1 by classification accuracy (the class with the largest
 predicted count, or the rounded sum), at lengths 10, 100 and 1000 by mean
 absolute error. The NAC model (`--export-model`) is exported as a SavedModel
 that accepts sequences of any length; the weight with which each NAC or NAU
-unit carries its own state to the next step is kept in the results.
+unit carries its own state to the next step is kept in the results, and the
+NAU model is tested again with those weights snapped to their exact values
+(`NAUCell.snap(["recurrent_kernel"])`, the input weights as trained): the
+table's row "NAU, state snapped".
 
 Shows a progress line per epoch (Keras's progress bar too on a terminal) with
 the loss and the test metrics after it (the accuracy at length 1 on every test
@@ -368,6 +371,11 @@ def training_diagnostics(args, parts, train_images, train_labels):
     return metrics
 
 
+# The weights a cell carries its state with, snapped after training for the
+# table's "state snapped" row.
+SNAPPED_STATE = "recurrent_kernel"
+
+
 def fmt(value):
     if value is None or not np.isfinite(value):
         return "nan" if value is not None else "-"
@@ -409,20 +417,60 @@ def print_table(args, results, dataset_name):
         if results[kind]["diverged"]:
             name += " (diverged)"
         rows.append([name, *cells])
+        snapped = results[kind]["test_state_snapped"]
+        if snapped is not None:
+            rows.append(
+                [
+                    f"{name}, state snapped",
+                    *(f"{cell(n, snapped[n])} (-)" for n in lengths),
+                ]
+            )
     header = ["model", *(f"length {n}" for n in lengths)]
     print("\n".join(markdown_table(header, rows)))
+
+
+def recurrent_cell(head):
+    """The cell of a head's `keras.layers.RNN`."""
+    (cell,) = [
+        layer.cell for layer in head.layers if isinstance(layer, keras.layers.RNN)
+    ]
+    return cell
 
 
 def state_weights(head):
     """The `state_weights` of a head's `NACCell` or `NAUCell` (each unit's
     weight on its own state: a running count or sum is exact over any length
     only where they are exactly 1), as a list; None for the other heads."""
-    (cell,) = [
-        layer.cell for layer in head.layers if isinstance(layer, keras.layers.RNN)
-    ]
+    cell = recurrent_cell(head)
     if not hasattr(cell, "state_weights"):
         return None
     return [float(w) for w in keras.ops.convert_to_numpy(cell.state_weights)]
+
+
+def evaluate_state_snapped(args, encoder, head, test_data):
+    """The final test metrics (`evaluate`) of `head` with its cell's state
+    weights snapped (`cell.snap(["recurrent_kernel"])`: each to the nearest of
+    its exact values, so a weight of 1 - 3e-5 carries a running count or sum
+    exactly over any length) and its input weights as trained; None for a
+    cell whose state weights do not snap apart (the NACCell's are rows of its
+    one kernel; the LSTM has none). The head's weights are put back after."""
+    cell = recurrent_cell(head)
+    if SNAPPED_STATE not in getattr(cell, "exact_values", {}):
+        return None
+    trained = keras.ops.convert_to_numpy(cell.recurrent_kernel)
+    cell.snap([SNAPPED_STATE])
+    try:
+        return evaluate(
+            args.task,
+            encoder,
+            head,
+            *test_data,
+            args.lengths,
+            args.eval_sequences,
+            args.seed,
+        )
+    finally:
+        cell.recurrent_kernel.assign(trained)
 
 
 def export_model(model, args, test_images, test_labels):
@@ -463,6 +511,14 @@ def plot(args, results, dataset_name):
             label += " (diverged)"
         maes = [result["test"][n]["mae"] for n in lengths]
         (line,) = errors.plot(lengths, maes, "o-", label=label)
+        if result["test_state_snapped"] is not None:
+            errors.plot(
+                lengths,
+                [result["test_state_snapped"][n]["mae"] for n in lengths],
+                "o--",
+                color=line.get_color(),
+                label=label + ", state snapped",
+            )
         losses.plot(
             result["epoch_steps"],
             result["epoch_losses"],
@@ -576,6 +632,10 @@ def main(argv=None):
             "diverged": result.divergence,
             "state_weights": state_weights(head),
             "test": test,
+            # The same tests with the cell's state weights snapped, or None.
+            "test_state_snapped": evaluate_state_snapped(
+                args, encoder, head, (test_images, test_labels)
+            ),
             "seconds": seconds,
         }
         progress.update(
@@ -589,7 +649,15 @@ def main(argv=None):
         if results[kind]["state_weights"] is not None:
             print(
                 f"{name}'s state weights, 1 - w: "
-                + " ".join(f"{1 - w:.2g}" for w in results[kind]["state_weights"]),
+                + " ".join(f"{1 - w:.2g}" for w in results[kind]["state_weights"])
+                + (
+                    "; snapped: "
+                    + ", ".join(
+                        f"length {n} {cell(n, snapped[n])}" for n in sorted(snapped)
+                    )
+                    if (snapped := results[kind]["test_state_snapped"])
+                    else ""
+                ),
                 flush=True,
             )
         if kind == args.export_model:

@@ -292,6 +292,7 @@ def test_the_nau_head_is_tested_again_with_its_state_weights_snapped(capsys):
     _, encoder, head = mnist_counting.train("nau", args, data, data, None, None)
     cell = mnist_counting.recurrent_cell(head)
     cell.recurrent_kernel.assign(np.array([0.9], "float32"))  # one unit's state
+    # Input weights away from -1, 0 and 1: snapping them too would show.
     cell.kernel.assign(keras.ops.convert_to_numpy(cell.kernel) * 0.5 + 0.01)
 
     def tested():

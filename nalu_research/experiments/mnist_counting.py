@@ -457,7 +457,8 @@ def evaluate_state_snapped(args, encoder, head, test_data):
     cell = recurrent_cell(head)
     if SNAPPED_STATE not in getattr(cell, "exact_values", {}):
         return None
-    trained = keras.ops.convert_to_numpy(cell.recurrent_kernel)
+    state = cell.unit_weights()[SNAPPED_STATE]
+    trained = keras.ops.convert_to_numpy(state)
     cell.snap([SNAPPED_STATE])
     try:
         return evaluate(
@@ -470,7 +471,7 @@ def evaluate_state_snapped(args, encoder, head, test_data):
             args.seed,
         )
     finally:
-        cell.recurrent_kernel.assign(trained)
+        state.assign(trained)
 
 
 def export_model(model, args, test_images, test_labels):

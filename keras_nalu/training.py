@@ -17,7 +17,8 @@ states, in one file written under a temporary name and renamed over the
 previous one, so a kill at any instant leaves a whole checkpoint, everything
 in it from one epoch. The folder is checked writable before the first epoch.
 Run again with the same `checkpoint_dir` and `config`, `fit` resumes at the
-epoch after the last checkpoint. Each epoch's batches come from
+epoch after the last checkpoint, also to train on: given more `epochs` than
+the checkpoint's run, it continues that run. Each epoch's batches come from
 `data_fn(epoch)`, so when they depend only on the epoch (fresh batches drawn
 from a seed and the epoch, or a fixed dataset in a fixed order) the resumed
 run ends with the same weights as an uninterrupted one.
@@ -385,7 +386,12 @@ def fit(
             `keras.optimizers.Optimizer`. With `use_ema=True` the returned
             model holds the moving averages of its weights, as after one
             `model.fit` call of all the epochs.
-        epochs: Positive integer, the number of epochs.
+        epochs: Positive integer, the number of epochs. It is not part of the
+            resume check: a run given more epochs continues the checkpoint
+            of one given fewer, with the same `config` (its epochs are the
+            first of the longer run's when `data_fn(epoch)` depends only on
+            `epoch`); fewer epochs than the checkpoint holds are a
+            ValueError.
         strategy: A `tf.distribute.Strategy`, `"default"`, `"mirrored"`,
             `"multi-worker"`, or `None` (the current strategy).
         loop: `"fit"` (`model.fit`), `"custom"` (`distribute.Trainer`) or
@@ -471,6 +477,13 @@ def fit(
     saved = None if checkpoint is None else checkpoint.restore(callbacks)
     if saved is not None:
         start, history, divergence = saved
+        if start > epochs:  # kept from a longer run: never cut it short
+            raise validation.invalid(
+                "epochs",
+                f"at least {start}, the epochs of the checkpoint of this config "
+                f"in {checkpoint_dir} (or another checkpoint_dir)",
+                epochs,
+            )
     guard = StopOnDivergence()
     averages = _MovingAverages(model, optimizer) if _uses_ema(optimizer) else None
     # After the callbacks, so that they print what those add to the logs.

@@ -209,11 +209,17 @@ def can_export(what):
     return False
 
 
+# The options of `add_training_arguments` that change no run's results: left
+# out of the `config` a checkpoint resumes under.
+RUN_OPTIONS = ("strategy", "checkpoint_dir", "keep_checkpoint", "tensorboard")
+
+
 def add_training_arguments(parser, name, checkpoint_every=None):
     """Adds `--strategy`, `--checkpoint-dir` (default results/checkpoints/NAME),
-    `--tensorboard DIR` (`nalu_research.monitoring.tensorboard`) and, for a
-    script that trains in steps, `--checkpoint-every` (the steps of an epoch,
-    checkpointed after each; default `checkpoint_every`)."""
+    `--keep-checkpoint`, `--tensorboard DIR`
+    (`nalu_research.monitoring.tensorboard`) and, for a script that trains in
+    steps, `--checkpoint-every` (the steps of an epoch, checkpointed after
+    each; default `checkpoint_every`)."""
     parser.add_argument(
         "--strategy",
         choices=STRATEGIES,
@@ -228,6 +234,13 @@ def add_training_arguments(parser, name, checkpoint_every=None):
         help="each run checkpoints here after every epoch; run the same "
         "command again after an interruption and it resumes (default "
         "%(default)s; deleted when the script finishes)",
+    )
+    parser.add_argument(
+        "--keep-checkpoint",
+        action="store_true",
+        help="keep the runs' checkpoints when the script finishes (default: "
+        "deleted); the same command with more steps or epochs then continues "
+        "them",
     )
     add_tensorboard_argument(parser)
     if checkpoint_every is not None:
@@ -244,6 +257,15 @@ def epoch_steps(args):
     `--checkpoint-every` (the last one may be shorter)."""
     every = args.checkpoint_every
     return [min(every, args.steps - start) for start in range(0, args.steps, every)]
+
+
+def resumed_steps(args):
+    """What a stream script's resume check holds of `--steps`: `None` when
+    they fill whole epochs of `--checkpoint-every`, so that a run with more
+    steps continues the checkpoint of one with fewer (the shorter run's
+    epochs are the first of the longer one's: `stream_epochs`), else the
+    steps (a shorter last epoch is no epoch of a longer run)."""
+    return None if args.steps % args.checkpoint_every == 0 else args.steps
 
 
 def stream_epochs(args, batches):
@@ -400,10 +422,12 @@ def gather_json(value, strategy=None):
 
 
 class Checkpoints:
-    """The per-run checkpoint folders of one script run, under `root`."""
+    """The per-run checkpoint folders of one script run, under
+    `args.checkpoint_dir`, kept at the end with `args.keep_checkpoint`."""
 
-    def __init__(self, root, strategy):
-        self.root, self.strategy, self.runs = Path(root), strategy, []
+    def __init__(self, args, strategy):
+        self.root, self.strategy, self.runs = Path(args.checkpoint_dir), strategy, []
+        self.keep = args.keep_checkpoint
 
     def __call__(self, *parts):
         """The folder of the run named by `parts`."""
@@ -412,8 +436,15 @@ class Checkpoints:
         return folder
 
     def remove(self):
-        """Deletes the runs' checkpoints (only them): the script finished."""
+        """Deletes the runs' checkpoints (only them): the script finished.
+        With `--keep-checkpoint`, says where they stay instead."""
         if not is_chief(self.strategy):
+            return
+        if self.keep:
+            print(
+                f"checkpoints kept in {self.root} (--keep-checkpoint): the same "
+                "command continues them, with more steps or epochs too"
+            )
             return
         for folder in self.runs:
             remove_checkpoint(folder)

@@ -176,6 +176,100 @@ def test_counting_example_sum_task_has_one_output(tmp_path):
     rows = table_rows(result.stdout)
     assert rows["GRU"][0].endswith("(0.0%)") and rows["GRU"][1].endswith("(771)")
     assert not (tmp_path / "saved_models").exists()  # no NAC, nothing exported
+    digits = saved["results"]["gru"]["test_digits"]
+    assert np.sum(digits["confusion"]) == 500 and "channels" not in digits
+    assert "GRU per test digit (%): 0 " in result.stdout
+
+
+@pytest.mark.processes
+def test_counting_example_keeps_its_checkpoint_and_continues_it(tmp_path):
+    def counting(steps, *more):
+        return run(
+            "mnist_counting.py",
+            "--task", "sum", "--dataset", "digits", "--models", "nau",
+            "--steps", str(steps), "--batch-size", "2", "--eval-sequences", "3",
+            "--lengths", "1", "10", "--checkpoint-every", "2",
+            "--json", str(tmp_path / f"r{steps}{''.join(more)}.json"), *more,
+            cwd=tmp_path,
+        )  # fmt: skip
+
+    def saved(steps, *more):
+        path = tmp_path / f"r{steps}{''.join(more)}.json"
+        return json.loads(path.read_text())["results"]["nau"]
+
+    whole = counting(6, "--checkpoint-dir", "whole")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    kept = ("--checkpoint-dir", "kept", "--keep-checkpoint")
+    short = counting(4, *kept)
+    assert short.returncode == 0, short.stderr[-3000:]
+    assert "checkpoints kept in kept (--keep-checkpoint)" in short.stdout
+    assert (tmp_path / "kept").is_dir() and not (tmp_path / "whole").exists()
+    # More --steps continue the kept run: the 6-step run's epochs, exactly.
+    longer = counting(6, *kept)
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert "NAU: resumed from its checkpoint after epoch 2" in longer.stdout
+    assert saved(6, *kept)["epoch_steps"] == [2, 4, 6]
+    assert (
+        saved(6, *kept)["epoch_losses"]
+        == saved(6, "--checkpoint-dir", "whole")["epoch_losses"]
+    )
+    assert saved(6, *kept)["test"] == saved(6, "--checkpoint-dir", "whole")["test"]
+    # Each digit's reading: 500 test digits, no classes of the encoder's own.
+    digits = saved(6, *kept)["test_digits"]
+    assert np.sum(digits["confusion"]) == 500 and "channels" not in digits
+    assert "NAU per test digit (%): 0 " in longer.stdout
+    # Fewer steps than the kept checkpoint holds: an error, the checkpoint kept.
+    fewer = counting(4, *kept)
+    assert fewer.returncode == 2
+    assert "argument --steps: the checkpoint in kept" in fewer.stderr
+    assert "holds more than 4 steps" in fewer.stderr
+    assert (tmp_path / "kept").is_dir()
+
+
+class Fixed:
+    """An encoder or head whose `predict` gives `output`, whatever it reads."""
+
+    def __init__(self, output):
+        self.output = np.asarray(output, "float32")
+
+    def predict(self, x, **kwargs):
+        return self.output
+
+
+def test_each_digit_is_read_and_its_encoder_class_counted():
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    sums = Fixed([[0.2], [-0.4], [1.1], [6.6], [12.0], [np.nan]])
+    channels = np.full((6, 10), -5.0)
+    channels[[0, 1, 2, 3, 4, 5], [3, 3, 3, 3, 5, 6]] = 0.0  # 0 and 1: class 3
+    images = np.zeros((6, 8, 8, 1))
+    readings = mnist_counting.digit_readings(
+        "sum", Fixed(channels), sums, images, labels, channels=True
+    )
+    confusion = np.zeros((10, 11), int)
+    confusion[0, 0] = 2  # -0.4 rounds to 0
+    confusion[1, 1] = confusion[1, 7] = 1
+    confusion[2, 10] = 2  # 12 is no digit; a NaN reads nothing
+    assert readings["confusion"] == confusion.tolist()
+    assert readings["accuracy"] == [100.0, 50.0, 0.0] + [None] * 7
+    counts = np.zeros((10, 10), int)
+    counts[0, 3] = counts[1, 3] = 2
+    counts[2, 5] = counts[2, 6] = 1
+    assert readings["channels"] == counts.tolist()
+    assert mnist_counting.describe_readings(readings) == (
+        "per test digit (%): 0 100.0, 1 50.0, 2 0.0, 3 -, 4 -, 5 -, 6 -, 7 -, "
+        "8 -, 9 -; most misread: 2 as a sum outside 0-9 (100.0% of the 2s); "
+        "the encoder's classes: 0 and 1 share its class 3"
+    )
+    # Counting reads the most probable class; the features have no classes.
+    counts = Fixed(np.eye(10)[[0, 1, 1, 1, 2, 2]])
+    readings = mnist_counting.digit_readings(
+        "count", Fixed(channels), counts, images, labels, channels=False
+    )
+    assert readings["accuracy"][:3] == [50.0, 100.0, 100.0]
+    assert "channels" not in readings
+    assert mnist_counting.describe_readings(readings).endswith(
+        "most misread: 0 as 1 (50.0% of the 0s)"
+    )
 
 
 def test_counting_batches_are_shifted_as_asked():

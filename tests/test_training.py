@@ -98,7 +98,7 @@ def adam_ema():
 
 def train(
     loop, checkpoint_dir=None, callbacks=(), config=None, data_fn=Batches,
-    model_fn=nau_nmu, verbose=0, optimizer_fn=adam,
+    model_fn=nau_nmu, verbose=0, optimizer_fn=adam, epochs=EPOCHS,
 ):  # fmt: skip
     keras.utils.set_random_seed(3)
     return fit(
@@ -106,7 +106,7 @@ def train(
         data_fn,
         loss="mse",
         optimizer_fn=optimizer_fn,
-        epochs=EPOCHS,
+        epochs=epochs,
         loop=loop,
         checkpoint_dir=checkpoint_dir,
         config=config,
@@ -257,6 +257,22 @@ def test_an_interrupted_run_with_moving_averages_resumes_exactly(loop, tmp_path)
     assert again.resumed_at == EPOCHS
     for a, b in zip(weights(whole.model), weights(again.model), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("loop", LOOP_PARAMS)
+def test_a_finished_run_continues_to_more_epochs(loop, tmp_path):
+    whole = train(loop, optimizer_fn=adam_ema)
+    short = train(loop, tmp_path, optimizer_fn=adam_ema, epochs=2)
+    assert short.epochs == 2 and len(short.history["loss"]) == 2
+    longer = train(loop, tmp_path, optimizer_fn=adam_ema)
+    assert longer.resumed_at == 2 and longer.epochs == EPOCHS
+    for a, b in zip(weights(whole.model), weights(longer.model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(longer.history["loss"], whole.history["loss"])
+    # Fewer epochs than the checkpoint holds: an error, the checkpoint kept.
+    with pytest.raises(ValueError, match=r"`epochs`, expected at least 4.*epochs=3"):
+        train(loop, tmp_path, optimizer_fn=adam_ema, epochs=3)
+    assert train(loop, tmp_path, optimizer_fn=adam_ema).resumed_at == EPOCHS
 
 
 @pytest.mark.parametrize("loop", LOOP_PARAMS)

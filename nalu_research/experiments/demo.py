@@ -195,7 +195,7 @@ def main(argv=None):
         f"on {interval(TRAIN_RANGE)} and on {interval(EXTRAPOLATION_RANGE)}.\n"
     )
     start = time.perf_counter()
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     rows, exported = [], {}
     seed_range = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds 0-{seeds[-1]}"
     progress = Progress(sum(map(len, MODELS.values())) * len(seeds), done=0, unit="run")

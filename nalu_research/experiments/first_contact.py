@@ -367,7 +367,7 @@ def plot(rows, args):
 def main(argv=None):
     args = parse_args(argv)
     strategy = create_strategy(args)
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     seeds = list(range(args.seeds))
     print(
         f"One layer UNIT(1) on two inputs, {args.examples} training examples, "

@@ -498,7 +498,7 @@ def main(argv=None):
         return report_results(args)
     beside = vars(args).pop("beside_runs", [])  # shown, not in "arguments"
     strategy = create_strategy(args)
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     instructions = range(args.eval_instructions[0], args.eval_instructions[1] + 1)
     start = time.perf_counter()
     runs = []

@@ -287,7 +287,7 @@ def plot(names, runs, grid, args):
 def main(argv=None):
     args = parse_args(argv)
     strategy = create_strategy(args)
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     names = [name for name in MODELS if name in args.models]
     grid = figure_inputs()
     test_sets = {

@@ -57,9 +57,10 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_nalu import export_saved_model
+from keras_nalu import export_saved_model, validation
 from keras_nalu.training import Progress, fit
 from nalu_research.cli import (
+    RUN_OPTIONS,
     Checkpoints,
     adam_options,
     add_backend_argument,
@@ -77,6 +78,7 @@ from nalu_research.cli import (
     positive_int,
     quiet_tensorflow_logger,
     report,
+    resumed_steps,
     stream_epochs,
 )
 from nalu_research.monitoring import (
@@ -195,9 +197,7 @@ IGNORED = (
     "export_dir",
     "json",
     "png",
-    "tensorboard",
-    "strategy",
-    "checkpoint_dir",
+    *RUN_OPTIONS,
 )
 
 
@@ -225,28 +225,42 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
 
     rate = learning_rate_of(kind, args)
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
+    # `--steps` sets only how many batches: a longer run continues a shorter one.
+    config["steps"] = resumed_steps(args)
     config["learning_rate"] = rate
     keras.utils.set_random_seed(args.seed)
-    result = fit(
-        build,
-        batches,
-        loss="mse",
-        optimizer_fn=lambda: keras.optimizers.Adam(
-            learning_rate(rate, args.learning_rate_drop), **adam_options(args.ema)
-        ),
-        epochs=epochs,
-        strategy=strategy,
-        checkpoint_dir=checkpoint_dir,
-        config={**config, "model": kind},
-        callbacks=[
-            Evaluation(
-                lambda model: epoch_metrics(args, parts, test_data, train_data),
-                averages=args.ema is not None,
-                live=args.diagnostics and args.ema is not None,
+    try:
+        result = fit(
+            build,
+            batches,
+            loss="mse",
+            optimizer_fn=lambda: keras.optimizers.Adam(
+                learning_rate(rate, args.learning_rate_drop), **adam_options(args.ema)
             ),
-            *tensorboard(args, args.task, kind),
-        ],
-    )
+            epochs=epochs,
+            strategy=strategy,
+            checkpoint_dir=checkpoint_dir,
+            config={**config, "model": kind},
+            callbacks=[
+                Evaluation(
+                    lambda model: epoch_metrics(args, parts, test_data, train_data),
+                    averages=args.ema is not None,
+                    live=args.diagnostics and args.ema is not None,
+                ),
+                *tensorboard(args, args.task, kind),
+            ],
+        )
+    except validation.InvalidValueError as error:
+        if error.name != "epochs":
+            raise
+        # A kept checkpoint of a longer run of this config: never cut short.
+        print(
+            f"{Path(sys.argv[0]).name}: error: argument --steps: the checkpoint "
+            f"in {checkpoint_dir} holds more than {args.steps} steps of this "
+            "run; pass at least its steps, or another --checkpoint-dir",
+            file=sys.stderr,
+        )
+        raise SystemExit(2) from None
     return result, parts["encoder"], parts["head"]
 
 
@@ -301,6 +315,69 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
             "mse": float(np.mean(np.square(errors))),
         }
     return results
+
+
+def digit_readings(task, encoder, head, images, labels, channels):
+    """How each digit's images are read alone (length 1): `confusion`, a row
+    per true digit of `NUM_CLASSES + 1` counts (the class read, then any
+    other reading: a sum below 0 or above 9, or none for a non-finite
+    prediction); `accuracy`, % per digit (None for a digit without images);
+    with `channels` (the encoder's output is its own 10-way log-softmax,
+    whose classes no label names), `channels`, a row per true digit of 10
+    counts, its images' most probable class of the encoder: two digits that
+    share one are hard to read apart."""
+    classes_n = mnist.NUM_CLASSES
+    embedded = encoder.predict(images, batch_size=1000, verbose=0)
+    predictions = head.predict(embedded[:, None], batch_size=1000, verbose=0)
+    read = mnist.predicted_classes(task, predictions)
+    read = np.where((read >= 0) & (read < classes_n), read, classes_n)
+    confusion = np.zeros((classes_n, classes_n + 1), np.int64)
+    np.add.at(confusion, (labels, read), 1)
+    totals = confusion.sum(axis=1)
+    readings = {
+        "confusion": confusion.tolist(),
+        "accuracy": [
+            100.0 * float(right) / total if total else None
+            for right, total in zip(np.diagonal(confusion), totals, strict=True)
+        ],
+    }
+    if channels:
+        counts = np.zeros((classes_n, embedded.shape[-1]), np.int64)
+        np.add.at(counts, (labels, np.argmax(embedded, axis=-1)), 1)
+        readings["channels"] = counts.tolist()
+    return readings
+
+
+def describe_readings(readings):
+    """One line on `digit_readings`: each digit's accuracy, the most frequent
+    misreading, and the encoder's classes that more than one digit mostly
+    falls in."""
+    confusion = np.array(readings["confusion"])
+    accuracy = ", ".join(
+        f"{digit} {'-' if value is None else f'{value:.1f}'}"
+        for digit, value in enumerate(readings["accuracy"])
+    )
+    wrong = confusion.copy()
+    np.fill_diagonal(wrong, 0)
+    digit, read = np.unravel_index(np.argmax(wrong), wrong.shape)
+    other = "a sum outside 0-9" if read == mnist.NUM_CLASSES else str(read)
+    line = f"per test digit (%): {accuracy}"
+    if wrong[digit, read]:
+        share = 100.0 * wrong[digit, read] / confusion[digit].sum()
+        line += f"; most misread: {digit} as {other} ({share:.1f}% of the {digit}s)"
+    if "channels" in readings:
+        channels = np.array(readings["channels"])
+        seen = channels.sum(axis=1) > 0
+        main = np.where(seen, np.argmax(channels, axis=1), -1)
+        shared = [
+            " and ".join(str(d) for d in digits) + f" share its class {c}"
+            for c in np.unique(main[seen])
+            if len(digits := np.flatnonzero(main == c)) > 1
+        ]
+        line += "; the encoder's classes: " + (
+            "; ".join(shared) if shared else "one of its own for each digit"
+        )
+    return line
 
 
 def epoch_metrics(args, parts, test_data, train_data):
@@ -588,7 +665,7 @@ def main(argv=None):
         "sequences per longer length.\n",
         flush=True,
     )
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     start = time.perf_counter()
     results, exported = {}, None
     progress = Progress(len(args.models), done=0, unit="run")
@@ -637,6 +714,14 @@ def main(argv=None):
             "test_state_snapped": evaluate_state_snapped(
                 args, encoder, head, (test_images, test_labels)
             ),
+            "test_digits": digit_readings(
+                args.task,
+                encoder,
+                head,
+                test_images,
+                test_labels,
+                channels=args.encoder_output == "log_softmax",
+            ),
             "seconds": seconds,
         }
         progress.update(
@@ -661,6 +746,7 @@ def main(argv=None):
                 ),
                 flush=True,
             )
+        print(f"{name} {describe_readings(results[kind]['test_digits'])}", flush=True)
         if kind == args.export_model:
             exported = model
     wall = time.perf_counter() - start

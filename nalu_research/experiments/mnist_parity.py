@@ -49,6 +49,7 @@ import numpy as np
 
 from keras_nalu.training import Progress, fit
 from nalu_research.cli import (
+    RUN_OPTIONS,
     Checkpoints,
     Shuffled,
     add_backend_argument,
@@ -191,9 +192,7 @@ IGNORED = (
     "first_seed",
     "json",
     "png",
-    "tensorboard",
-    "strategy",
-    "checkpoint_dir",
+    *RUN_OPTIONS,
 )
 
 
@@ -317,7 +316,7 @@ def main(argv=None):
         f"seeds {seeds_text(args)}.\n",
         flush=True,
     )
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     start = time.perf_counter()
     results = {}
     progress = Progress(len(args.variants) * args.seeds, done=0, unit="run")

@@ -224,7 +224,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     strategy = create_strategy(args)
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     task = MysteryArithmetic(seed=args.seed, **(DIVISION_TASK if args.division else {}))
     x_train, y_train = task.sample(args.train_size, "train", seed=(args.seed, 1))
     x_test, y_test = task.sample(args.test_size, "test", seed=(args.seed, 2))

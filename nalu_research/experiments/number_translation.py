@@ -60,6 +60,7 @@ from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model
 from keras_nalu.training import Progress, fit
 from nalu_research import side_by_side
 from nalu_research.cli import (
+    RUN_OPTIONS,
     Checkpoints,
     add_backend_argument,
     add_learning_rate_drop_argument,
@@ -481,9 +482,7 @@ IGNORED = (
     "export_dir",
     "json",
     "png",
-    "strategy",
-    "checkpoint_dir",
-    "tensorboard",
+    *RUN_OPTIONS,
 )
 
 
@@ -635,7 +634,7 @@ def main(argv=None):
         f"{args.eval_every} steps (best kept).\n",
         flush=True,
     )
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     start = time.perf_counter()
     results, chosen, best = {}, {}, None
     # A line per trained configuration (its seeds side by side).

@@ -297,7 +297,7 @@ def fmt(value):
 def main(argv=None):
     args = parse_args(argv)
     strategy = create_strategy(args)
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     start = time.perf_counter()
     results = []
     progress = Progress(

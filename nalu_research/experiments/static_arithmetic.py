@@ -41,6 +41,7 @@ import numpy as np
 from keras_nalu import NALU, export_saved_model
 from keras_nalu.training import Progress, fit
 from nalu_research.cli import (
+    RUN_OPTIONS,
     Checkpoints,
     add_backend_argument,
     add_training_arguments,
@@ -179,13 +180,11 @@ def train(build, task, args, seed, strategy, checkpoint_dir, callbacks=()):
 # resumes across them.
 IGNORED = (
     "export_dir",
-    "checkpoint_dir",
-    "strategy",
     "runs",
     "models",
     "json",
     "png",
-    "tensorboard",
+    *RUN_OPTIONS,
 )
 
 
@@ -235,7 +234,7 @@ def main(argv=None):
         f"of {args.batch_size} fresh examples, Adam lr {args.learning_rate:g}.\n"
     )
 
-    checkpoints = Checkpoints(args.checkpoint_dir, strategy)
+    checkpoints = Checkpoints(args, strategy)
     rows, selected, records, random_mses = [], {}, [], {}
     start = time.perf_counter()
     chosen = [MODEL_KEYS[key] for key in args.models]

@@ -38,6 +38,9 @@ from typing import Any
 import numpy as np
 
 FILENAME = "checkpoint.npz"
+# Beside a checkpoint that its run's caller kept when the run finished
+# (`Checkpoint.keep`): what other work in the folder must not replace.
+KEPT = "kept"
 # A save's temporary file, left behind only by a kill while writing.
 _PARTIAL = re.compile(r"\.checkpoint-[A-Za-z0-9_]+\.partial")
 # The files of TensorFlow's `tf.train.CheckpointManager` (its default name
@@ -166,16 +169,28 @@ class Checkpoint:
             ) from None
         return values, named, record["state"]
 
+    def keep(self) -> None:
+        """Marks the checkpoint kept: its run finished and its caller keeps
+        it (to restore or continue it later), so that `kept` says not to
+        replace it. `remove` deletes the mark with the checkpoint."""
+        if self.path.exists():
+            (self.directory / KEPT).touch()
+
+    @property
+    def kept(self) -> bool:
+        """Whether `keep` marked the checkpoint in the folder."""
+        return (self.directory / KEPT).is_file() and self.path.exists()
+
     def remove(self) -> None:
-        """Deletes the checkpoint (and TensorFlow's checkpoint files of
-        earlier versions, and what a kill while saving left), then the folder
-        if it is empty. Other files are never touched."""
+        """Deletes the checkpoint (and its `keep` mark, TensorFlow's checkpoint
+        files of earlier versions, and what a kill while saving left), then
+        the folder if it is empty. Other files are never touched."""
         if not self.directory.is_dir():
             return
         for path in self.directory.iterdir():
             name = path.name
             if path.is_file() and (
-                name == FILENAME
+                name in (FILENAME, KEPT)
                 or _PARTIAL.fullmatch(name)
                 or _TF_FILES.fullmatch(name)
             ):

@@ -357,6 +357,23 @@ class _MovingAverages(keras.callbacks.Callback):
         _write_averages(self._optimizer, self._variables)
 
 
+class CheckpointAheadError(validation.InvalidValueError):
+    """`fit`'s error when the checkpoint of its `config` in `checkpoint_dir`
+    holds more epochs than `epochs` asks: `checkpoint_epochs` says how many
+    (the checkpoint is left as it was)."""
+
+    def __init__(
+        self, epochs: int, checkpoint_epochs: int, checkpoint_dir: Any
+    ) -> None:
+        super().__init__(
+            "epochs",
+            f"at least {checkpoint_epochs}, the epochs of the checkpoint of this "
+            f"config in {checkpoint_dir} (or another checkpoint_dir)",
+            epochs,
+        )
+        self.checkpoint_epochs = checkpoint_epochs
+
+
 def fit(
     model_fn: Callable[[], keras.Model],
     data_fn: Callable[[int], Any],
@@ -404,7 +421,8 @@ def fit(
             `remove_checkpoint` deletes it.
         config: A JSON-serializable description of the run. A checkpoint
             made with another `config` is not resumed: a warning says so and
-            the run starts afresh and replaces it.
+            the run starts afresh and replaces it, unless `keep_checkpoint`
+            marked it kept (a ValueError naming `checkpoint_dir`).
         callbacks: Keras callbacks, called as `model.fit` calls them (each
             epoch is one `model.fit` call, so `on_train_begin` and
             `on_train_end` come once per epoch; with `use_ema`,
@@ -429,7 +447,10 @@ def fit(
 
     Raises:
         ValueError: An argument is invalid, or the checkpoint in
-            `checkpoint_dir` was written by another model (other variables).
+            `checkpoint_dir` was written by another model (other variables),
+            or is a kept one of another `config`.
+        CheckpointAheadError: The checkpoint of this `config` holds more
+            epochs than `epochs` (a ValueError).
     """
     for name, value in (
         ("model_fn", model_fn),
@@ -478,12 +499,7 @@ def fit(
     if saved is not None:
         start, history, divergence = saved
         if start > epochs:  # kept from a longer run: never cut it short
-            raise validation.invalid(
-                "epochs",
-                f"at least {start}, the epochs of the checkpoint of this config "
-                f"in {checkpoint_dir} (or another checkpoint_dir)",
-                epochs,
-            )
+            raise CheckpointAheadError(epochs, start, checkpoint_dir)
     guard = StopOnDivergence()
     averages = _MovingAverages(model, optimizer) if _uses_ema(optimizer) else None
     # After the callbacks, so that they print what those add to the logs.
@@ -617,6 +633,19 @@ def _refuse_backend(backend, strategy, loop):
     )
 
 
+def keep_checkpoint(checkpoint_dir: str | os.PathLike) -> None:
+    """Marks the checkpoint in `checkpoint_dir` kept, once its run finished:
+    `fit` resumes or continues it as before, and refuses to replace it with
+    a run of another `config` (a ValueError, where an unkept checkpoint is
+    replaced with a warning). `remove_checkpoint` deletes it and its mark.
+
+    Args:
+        checkpoint_dir: The folder, as passed to `fit`. Without a checkpoint
+            in it, nothing is marked.
+    """
+    Checkpoint(checkpoint_dir).keep()
+
+
 def remove_checkpoint(checkpoint_dir: str | os.PathLike) -> None:
     """Deletes the checkpoint in `checkpoint_dir`, then the folder if empty.
 
@@ -659,6 +688,14 @@ class _RunCheckpoint(Checkpoint):
             return None
         values, named, state = saved
         if state.get("config") != self.config:
+            if self.kept:
+                raise validation.invalid(
+                    "checkpoint_dir",
+                    "a folder without a kept checkpoint of another configuration "
+                    "(keep_checkpoint marked the one there: remove_checkpoint "
+                    "deletes it)",
+                    str(self.directory),
+                )
             warnings.warn(
                 f"The checkpoint in {self.directory} was made with another "
                 "configuration: starting afresh (it will be replaced).",

@@ -115,7 +115,17 @@ def run(experiment, argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     os.environ["KERAS_BACKEND"] = choose_backend(experiment, argv)
     module = importlib.import_module(f"nalu_research.experiments.{experiment}")
-    return module.main(argv)
+    from keras_nalu import validation  # after KERAS_BACKEND: it imports Keras
+
+    try:
+        return module.main(argv)
+    except validation.InvalidValueError as error:
+        if error.name != "checkpoint_dir":
+            raise
+        # E.g. a checkpoint there that an earlier run kept (--keep-checkpoint).
+        _fail(
+            f"argument --checkpoint-dir: expected {error.expected}, got {error.value!r}"
+        )
 
 
 def choose_backend(experiment, argv):

@@ -3,6 +3,7 @@ and the options and steps around `keras_nalu.training.fit` (strategy,
 checkpoints, divergence)."""
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -12,7 +13,12 @@ import keras
 import numpy as np
 
 from keras_nalu import validation
-from keras_nalu.training import STRATEGIES, remove_checkpoint
+from keras_nalu.training import (
+    STRATEGIES,
+    CheckpointAheadError,
+    keep_checkpoint,
+    remove_checkpoint,
+)
 from nalu_research.backends import BACKENDS, DEFAULTS, TENSORFLOW_ONLY
 from nalu_research.monitoring import add_tensorboard_argument, output_folder
 
@@ -214,9 +220,13 @@ def can_export(what):
 RUN_OPTIONS = ("strategy", "checkpoint_dir", "keep_checkpoint", "tensorboard")
 
 
-def add_training_arguments(parser, name, checkpoint_every=None):
+def add_training_arguments(
+    parser, name, checkpoint_every=None, continued_by=None, keep=True
+):
     """Adds `--strategy`, `--checkpoint-dir` (default results/checkpoints/NAME),
-    `--keep-checkpoint`, `--tensorboard DIR`
+    `--keep-checkpoint` for a script that trains with `training.fit` (`keep`;
+    `continued_by`: the option that, given more, continues a kept run, for
+    its help), `--tensorboard DIR`
     (`nalu_research.monitoring.tensorboard`) and, for a script that trains in
     steps, `--checkpoint-every` (the steps of an epoch, checkpointed after
     each; default `checkpoint_every`)."""
@@ -235,13 +245,15 @@ def add_training_arguments(parser, name, checkpoint_every=None):
         "command again after an interruption and it resumes (default "
         "%(default)s; deleted when the script finishes)",
     )
-    parser.add_argument(
-        "--keep-checkpoint",
-        action="store_true",
-        help="keep the runs' checkpoints when the script finishes (default: "
-        "deleted); the same command with more steps or epochs then continues "
-        "them",
-    )
+    if keep:
+        parser.add_argument(
+            "--keep-checkpoint",
+            action="store_true",
+            help="keep the runs' checkpoints when the script finishes (default: "
+            "deleted): the same command restores them without training"
+            + (f", and with more {continued_by} continues them" if continued_by else "")
+            + "; a run of other arguments in the same folder is refused",
+        )
     add_tensorboard_argument(parser)
     if checkpoint_every is not None:
         parser.add_argument(
@@ -259,13 +271,34 @@ def epoch_steps(args):
     return [min(every, args.steps - start) for start in range(0, args.steps, every)]
 
 
-def resumed_steps(args):
-    """What a stream script's resume check holds of `--steps`: `None` when
-    they fill whole epochs of `--checkpoint-every`, so that a run with more
-    steps continues the checkpoint of one with fewer (the shorter run's
-    epochs are the first of the longer one's: `stream_epochs`), else the
-    steps (a shorter last epoch is no epoch of a longer run)."""
-    return None if args.steps % args.checkpoint_every == 0 else args.steps
+def resumed_total(total, every):
+    """What a run's resume check holds of its length `total` (steps or
+    passes), trained in epochs of `every`: `None` when they fill whole
+    epochs, so that a longer run continues the checkpoint of a shorter one
+    (whose epochs are the longer run's first, where the batches depend only
+    on the epoch), else `total` (a shorter last epoch is no epoch of a longer
+    run). Only for a run whose training `total` changes in nothing else (no
+    schedule over it)."""
+    return None if total % every == 0 else total
+
+
+@contextlib.contextmanager
+def exits_on_longer_checkpoint(option, checkpoint_dir, per_epoch=1):
+    """Within it, `training.fit`'s `CheckpointAheadError` (a kept checkpoint of
+    this run holds more epochs than asked) ends the script with an error on
+    `option` that says the least value to pass: the checkpoint's epochs
+    times `per_epoch` (e.g. `--checkpoint-every` for `--steps`)."""
+    try:
+        yield
+    except CheckpointAheadError as error:
+        least = error.checkpoint_epochs * per_epoch
+        print(
+            f"{Path(sys.argv[0]).name}: error: argument {option}: the checkpoint "
+            f"in {checkpoint_dir} holds {least:,} of this run; pass {option} "
+            f"{least} or more, or another --checkpoint-dir",
+            file=sys.stderr,
+        )
+        raise SystemExit(2) from None
 
 
 def stream_epochs(args, batches):
@@ -441,10 +474,9 @@ class Checkpoints:
         if not is_chief(self.strategy):
             return
         if self.keep:
-            print(
-                f"checkpoints kept in {self.root} (--keep-checkpoint): the same "
-                "command continues them, with more steps or epochs too"
-            )
+            for folder in self.runs:
+                keep_checkpoint(folder)
+            print(f"checkpoints kept in {self.root} (--keep-checkpoint)")
             return
         for folder in self.runs:
             remove_checkpoint(folder)

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from keras_nalu.checkpoints import FILENAME, Checkpoint
+from keras_nalu.checkpoints import FILENAME, KEPT, Checkpoint
 
 pytestmark = pytest.mark.backends
 
@@ -80,6 +80,26 @@ def test_remove_deletes_only_checkpoint_files(tmp_path):
     checkpoint.remove()
     assert not folder.exists()
     checkpoint.remove()  # nothing there: nothing to do
+
+
+def test_a_kept_checkpoint_is_marked_until_removed(tmp_path):
+    folder = tmp_path / "run"
+    checkpoint = Checkpoint(folder)
+    checkpoint.keep()  # no checkpoint: nothing to mark
+    assert not folder.exists() and not checkpoint.kept
+    checkpoint.save([np.ones(1)], {})
+    assert not checkpoint.kept
+    checkpoint.keep()
+    assert checkpoint.kept and Checkpoint(folder).kept
+    checkpoint.save([np.zeros(1)], {})  # a continued run stays kept
+    assert checkpoint.kept
+    checkpoint.remove()
+    assert not folder.exists() and not checkpoint.kept
+    # A mark without its checkpoint (deleted by hand) marks nothing.
+    checkpoint.save([np.ones(1)], {})
+    checkpoint.keep()
+    (folder / FILENAME).unlink()
+    assert not checkpoint.kept and (folder / KEPT).is_file()
 
 
 def test_a_tensorflow_checkpoint_of_an_earlier_version_is_refused(tmp_path):

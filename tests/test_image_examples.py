@@ -218,12 +218,23 @@ def test_counting_example_keeps_its_checkpoint_and_continues_it(tmp_path):
     digits = saved(6, *kept)["test_digits"]
     assert np.sum(digits["confusion"]) == 500 and "channels" not in digits
     assert "NAU per test digit (%): 0 " in longer.stdout
-    # Fewer steps than the kept checkpoint holds: an error, the checkpoint kept.
+    # Fewer steps than the kept checkpoint holds, or other arguments (an
+    # epoch of 1 step, another seed): an error, the checkpoint kept as it was.
+    kept_file = tmp_path / "kept" / "sum" / "nau" / "checkpoint.npz"
+    before = kept_file.read_bytes()
     fewer = counting(4, *kept)
-    assert fewer.returncode == 2
-    assert "argument --steps: the checkpoint in kept" in fewer.stderr
-    assert "holds more than 4 steps" in fewer.stderr
-    assert (tmp_path / "kept").is_dir()
+    assert fewer.returncode == 2, fewer.stderr[-3000:]
+    assert (
+        f"argument --steps: the checkpoint in {Path('kept', 'sum', 'nau')} holds 6 "
+        "of this run; pass --steps 6 or more, or another --checkpoint-dir"
+    ) in fewer.stderr
+    for other in (counting(5, *kept), counting(6, *kept, "--seed", "1")):
+        assert other.returncode == 2, other.stderr[-3000:]
+        assert (
+            "argument --checkpoint-dir: expected a folder without a kept "
+            "checkpoint of another configuration"
+        ) in other.stderr
+    assert kept_file.read_bytes() == before
 
 
 class Fixed:

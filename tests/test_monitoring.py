@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nalu_research import monitoring
+from keras_nalu.training import CheckpointAheadError
+from nalu_research import cli, monitoring
 from nalu_research.cli import add_training_arguments
 from tests.processes import tensorboard_scalars
 
@@ -123,3 +124,36 @@ def test_a_row_without_a_cell_for_each_column_is_refused(row):
         ValueError, match=rf"`rows\[1\]`, expected 2 cells.*has {len(row)}"
     ):
         monitoring.markdown_table(["op", "NAU"], [["a*b", 1], row])
+
+
+def test_a_run_length_of_whole_epochs_is_left_out_of_the_resume_check():
+    assert cli.resumed_total(16000, 2000) is None
+    assert cli.resumed_total(16500, 2000) == 16500
+    assert cli.resumed_total(95, 10) == 95
+
+
+def test_a_longer_kept_checkpoint_ends_the_script_naming_the_option(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        with cli.exits_on_longer_checkpoint("--steps", "ckpt/sum/nau", 2000):
+            raise CheckpointAheadError(8, 13, "ckpt/sum/nau")
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: argument --steps: the checkpoint in ckpt/sum/nau holds 26,000 of "
+        "this run; pass --steps 26000 or more, or another --checkpoint-dir\n"
+    )
+    with pytest.raises(ValueError, match="other"):  # other errors pass through
+        with cli.exits_on_longer_checkpoint("--steps", "ckpt", 1):
+            raise ValueError("other")
+
+
+def test_keep_checkpoint_says_which_option_continues_a_kept_run(capsys):
+    parser = argparse.ArgumentParser(prog="x.py")
+    add_training_arguments(parser, "x", continued_by="--updates")
+    assert parser.parse_args(["--keep-checkpoint"]).keep_checkpoint
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "and with more --updates continues them" in help_text
+    engine = argparse.ArgumentParser(prog="x.py")
+    add_training_arguments(engine, "x", keep=False)
+    assert "keep_checkpoint" not in vars(engine.parse_args([]))

@@ -270,9 +270,30 @@ def test_a_finished_run_continues_to_more_epochs(loop, tmp_path):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(longer.history["loss"], whole.history["loss"])
     # Fewer epochs than the checkpoint holds: an error, the checkpoint kept.
-    with pytest.raises(ValueError, match=r"`epochs`, expected at least 4.*epochs=3"):
+    with pytest.raises(
+        training.CheckpointAheadError, match=r"`epochs`, expected at least 4.*epochs=3"
+    ) as error:
         train(loop, tmp_path, optimizer_fn=adam_ema, epochs=3)
+    assert error.value.checkpoint_epochs == EPOCHS
+    assert isinstance(error.value, ValueError)
     assert train(loop, tmp_path, optimizer_fn=adam_ema).resumed_at == EPOCHS
+
+
+def test_a_kept_checkpoint_is_never_replaced_by_another_config(tmp_path):
+    first = train("fit", tmp_path, config={"lr": 0.01})
+    training.keep_checkpoint(tmp_path)
+    with pytest.raises(
+        ValueError, match="`checkpoint_dir`, expected a folder without a kept"
+    ):
+        train("fit", tmp_path, config={"lr": 0.02})
+    # Its own config restores it, and more epochs continue it, as before.
+    again = train("fit", tmp_path, config={"lr": 0.01})
+    assert again.resumed_at == EPOCHS
+    for a, b in zip(weights(first.model), weights(again.model), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # Removed, the folder takes any run again.
+    remove_checkpoint(tmp_path)
+    assert train("fit", tmp_path, config={"lr": 0.02}).resumed_at == 0
 
 
 @pytest.mark.parametrize("loop", LOOP_PARAMS)

@@ -217,7 +217,8 @@ def parse_args(argv=None):
         help="default: beside --json, with the suffix .png",
     )
     parser.set_defaults(layer_options=None)
-    add_training_arguments(parser, "arithmetic_benchmark")
+    # The seed-batched engine resumes its own way: no --keep-checkpoint.
+    add_training_arguments(parser, "arithmetic_benchmark", keep=False)
     add_backend_argument(parser, "arithmetic_benchmark")
     parser.add_argument(
         "--from-json",

@@ -40,6 +40,7 @@ from nalu_research.cli import (
     add_training_arguments,
     can_export,
     create_strategy,
+    exits_on_longer_checkpoint,
     is_chief,
     positive_float,
     positive_int,
@@ -114,7 +115,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--json", type=output_file, default=None, help="also write the results here"
     )
-    add_training_arguments(parser, "demo")
+    add_training_arguments(parser, "demo", continued_by="--epochs")
     add_backend_argument(parser, "demo")
     return parser.parse_args(argv)
 
@@ -145,27 +146,28 @@ def train(operation, name, seed, data, args, strategy, checkpoint_dir, tests):
     if callbacks:
         callbacks.insert(0, Evaluation(lambda model: evaluate(model, tests)))
     keras.utils.set_random_seed(seed)
-    return fit(
-        lambda: build_model(operation, name),
-        shuffled_epochs(x, y, args.batch_size, seed),
-        loss="mse",
-        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-        epochs=args.epochs,
-        strategy=strategy,
-        checkpoint_dir=checkpoint_dir,
-        config={
-            "operation": operation,
-            "model": name,
-            "seed": seed,
-            **{
-                k: getattr(args, k)
-                for k in ("examples", "batch_size", "learning_rate", "backend")
+    with exits_on_longer_checkpoint("--epochs", checkpoint_dir, 1):
+        return fit(
+            lambda: build_model(operation, name),
+            shuffled_epochs(x, y, args.batch_size, seed),
+            loss="mse",
+            optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+            epochs=args.epochs,
+            strategy=strategy,
+            checkpoint_dir=checkpoint_dir,
+            config={
+                "operation": operation,
+                "model": name,
+                "seed": seed,
+                **{
+                    k: getattr(args, k)
+                    for k in ("examples", "batch_size", "learning_rate", "backend")
+                },
             },
-        },
-        steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
-        callbacks=callbacks,
-        verbose=0,
-    )
+            steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
+            callbacks=callbacks,
+            verbose=0,
+        )
 
 
 def evaluate(model, tests):

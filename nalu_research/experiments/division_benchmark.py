@@ -152,7 +152,8 @@ def parse_args(argv=None):
     add_output_arguments(
         parser, None, shown_default="results/division_benchmark[_UNIT].json"
     )
-    add_training_arguments(parser, "division_benchmark")
+    # The seed-batched engine resumes its own way: no --keep-checkpoint.
+    add_training_arguments(parser, "division_benchmark", keep=False)
     add_backend_argument(parser, "division_benchmark")
     args = parser.parse_args(argv)
     # The other unit's option, refused.

@@ -42,10 +42,12 @@ from nalu_research.cli import (
     add_backend_argument,
     add_training_arguments,
     create_strategy,
+    exits_on_longer_checkpoint,
     is_chief,
     positive_float,
     positive_int,
     report,
+    resumed_total,
     steps_per_execution,
 )
 from nalu_research.monitoring import (
@@ -121,7 +123,7 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--learning-rate", type=positive_float, default=0.01)
     add_output_arguments(parser, "results/first_contact.json")
-    add_training_arguments(parser, "first_contact")
+    add_training_arguments(parser, "first_contact", continued_by="--epochs")
     add_backend_argument(parser, "first_contact")
     args = parser.parse_args(argv)
     args.png = png_path(args)
@@ -190,27 +192,30 @@ def train_row(operation, unit, seeds, data, tests, args, strategy, checkpoint_di
     x, y = data
     evaluations, data_fn = epoch_data(x, y, len(seeds), args, seed=0)
     keras.utils.set_random_seed(0)
-    return fit(
-        lambda: build_model(unit, seeds),
-        data_fn,
-        loss=["mse"] * len(seeds),
-        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-        epochs=evaluations,
-        strategy=strategy,
-        checkpoint_dir=checkpoint_dir,
-        config={
-            "operation": operation,
-            "unit": unit,
-            "seeds": list(seeds),
-            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
-        },
-        callbacks=[
-            seed_errors(seeds, tests),
-            *tensorboard(args, operation.replace(" ", "_"), unit),
-        ],
-        steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
-        verbose=0,
-    )
+    with exits_on_longer_checkpoint("--epochs", checkpoint_dir, args.eval_every):
+        return fit(
+            lambda: build_model(unit, seeds),
+            data_fn,
+            loss=["mse"] * len(seeds),
+            optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+            epochs=evaluations,
+            strategy=strategy,
+            checkpoint_dir=checkpoint_dir,
+            config={
+                "operation": operation,
+                "unit": unit,
+                "seeds": list(seeds),
+                **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+                # More epochs continue a kept run whose evaluations were whole.
+                "epochs": resumed_total(args.epochs, args.eval_every),
+            },
+            callbacks=[
+                seed_errors(seeds, tests),
+                *tensorboard(args, operation.replace(" ", "_"), unit),
+            ],
+            steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
+            verbose=0,
+        )
 
 
 def check_sets(operation):

@@ -58,6 +58,7 @@ from nalu_research.cli import (
     add_training_arguments,
     can_export,
     create_strategy,
+    exits_on_longer_checkpoint,
     non_negative_float,
     one_batch,
     positive_float,
@@ -285,21 +286,22 @@ def train(agent, seed, args, checkpoint_dir):
         played.record(steps)
         return one_batch(training_batch(built["model"], steps))
 
-    result = fit(
-        model_fn,
-        data_fn,
-        loss={"policy": ActorCriticLoss(args.entropy), "value": "mse"},
-        optimizer_fn=lambda: optimizer(args),
-        epochs=args.updates,
-        checkpoint_dir=checkpoint_dir,
-        config={
-            "agent": agent,
-            "seed": seed,
-            **{k: getattr(args, k) for k in TRAINING},
-        },
-        callbacks=[played, *tensorboard(args, agent, seed)],
-        verbose=0,
-    )
+    with exits_on_longer_checkpoint("--updates", checkpoint_dir, 1):
+        result = fit(
+            model_fn,
+            data_fn,
+            loss={"policy": ActorCriticLoss(args.entropy), "value": "mse"},
+            optimizer_fn=lambda: optimizer(args),
+            epochs=args.updates,
+            checkpoint_dir=checkpoint_dir,
+            config={
+                "agent": agent,
+                "seed": seed,
+                **{k: getattr(args, k) for k in TRAINING},
+            },
+            callbacks=[played, *tensorboard(args, agent, seed)],
+            verbose=0,
+        )
     envs.close()
     return result
 
@@ -438,7 +440,7 @@ def parse_args(argv=None):
         "plot them again",
     )
     add_output_arguments(parser, "results/grid_world.json")
-    add_training_arguments(parser, "grid_world")
+    add_training_arguments(parser, "grid_world", continued_by="--updates")
     add_backend_argument(parser, "grid_world")
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {

@@ -57,7 +57,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_nalu import export_saved_model, validation
+from keras_nalu import export_saved_model
 from keras_nalu.training import Progress, fit
 from nalu_research.cli import (
     RUN_OPTIONS,
@@ -70,6 +70,7 @@ from nalu_research.cli import (
     can_export,
     create_strategy,
     epoch_steps,
+    exits_on_longer_checkpoint,
     is_chief,
     learning_rate,
     mean_over_steps,
@@ -78,7 +79,7 @@ from nalu_research.cli import (
     positive_int,
     quiet_tensorflow_logger,
     report,
-    resumed_steps,
+    resumed_total,
     stream_epochs,
 )
 from nalu_research.monitoring import (
@@ -170,7 +171,9 @@ def parse_args(argv=None):
         help="where to export it (default saved_models/mnist_TASK_MODEL)",
     )
     add_output_arguments(parser, None, shown_default="results/mnist_TASK_DATASET.json")
-    add_training_arguments(parser, "mnist_counting", checkpoint_every=500)
+    add_training_arguments(
+        parser, "mnist_counting", checkpoint_every=500, continued_by="--steps"
+    )
     add_backend_argument(parser, "mnist_counting")
     args = parser.parse_args(argv)
     if args.export_model is None:
@@ -226,10 +229,10 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
     rate = learning_rate_of(kind, args)
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
     # `--steps` sets only how many batches: a longer run continues a shorter one.
-    config["steps"] = resumed_steps(args)
+    config["steps"] = resumed_total(args.steps, args.checkpoint_every)
     config["learning_rate"] = rate
     keras.utils.set_random_seed(args.seed)
-    try:
+    with exits_on_longer_checkpoint("--steps", checkpoint_dir, args.checkpoint_every):
         result = fit(
             build,
             batches,
@@ -250,17 +253,6 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
                 *tensorboard(args, args.task, kind),
             ],
         )
-    except validation.InvalidValueError as error:
-        if error.name != "epochs":
-            raise
-        # A kept checkpoint of a longer run of this config: never cut short.
-        print(
-            f"{Path(sys.argv[0]).name}: error: argument --steps: the checkpoint "
-            f"in {checkpoint_dir} holds more than {args.steps} steps of this "
-            "run; pass at least its steps, or another --checkpoint-dir",
-            file=sys.stderr,
-        )
-        raise SystemExit(2) from None
     return result, parts["encoder"], parts["head"]
 
 
@@ -297,8 +289,7 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
     results = {}
     for length in lengths:
         if length == 1:  # every test image once
-            predictions = head.predict(embedded[:, None], batch_size=1000, verbose=0)
-            correct = mnist.predicted_classes(task, predictions) == test_labels
+            correct = read_alone(task, head, embedded) == test_labels
             results[length] = {"accuracy": 100.0 * float(np.mean(correct))}
             continue
         index = mnist.sample_sequences(len(test_labels), n, length, seed=(seed, length))
@@ -317,6 +308,13 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
     return results
 
 
+def read_alone(task, head, embedded):
+    """The class `head` reads from each embedded image alone (a sequence of
+    one): `mnist.predicted_classes`."""
+    predictions = head.predict(embedded[:, None], batch_size=1000, verbose=0)
+    return mnist.predicted_classes(task, predictions)
+
+
 def digit_readings(task, encoder, head, images, labels, channels):
     """How each digit's images are read alone (length 1): `confusion`, a row
     per true digit of `NUM_CLASSES + 1` counts (the class read, then any
@@ -328,8 +326,7 @@ def digit_readings(task, encoder, head, images, labels, channels):
     share one are hard to read apart."""
     classes_n = mnist.NUM_CLASSES
     embedded = encoder.predict(images, batch_size=1000, verbose=0)
-    predictions = head.predict(embedded[:, None], batch_size=1000, verbose=0)
-    read = mnist.predicted_classes(task, predictions)
+    read = read_alone(task, head, embedded)
     read = np.where((read >= 0) & (read < classes_n), read, classes_n)
     confusion = np.zeros((classes_n, classes_n + 1), np.int64)
     np.add.at(confusion, (labels, read), 1)

@@ -322,8 +322,8 @@ def digit_readings(task, encoder, head, images, labels, channels):
     prediction); `accuracy`, % per digit (None for a digit without images);
     with `channels` (the encoder's output is its own 10-way log-softmax,
     whose classes no label names), `channels`, a row per true digit of 10
-    counts, its images' most probable class of the encoder: two digits that
-    share one are hard to read apart."""
+    counts, its images' most probable class of the encoder: whether the
+    encoder classifies the digits, one class each."""
     classes_n = mnist.NUM_CLASSES
     embedded = encoder.predict(images, batch_size=1000, verbose=0)
     read = read_alone(task, head, embedded)

@@ -179,6 +179,11 @@ def test_counting_example_sum_task_has_one_output(tmp_path):
     digits = saved["results"]["gru"]["test_digits"]
     assert np.sum(digits["confusion"]) == 500 and "channels" not in digits
     assert "GRU per test digit (%): 0 " in result.stdout
+    # The training images too (the 8x8 digits have fewer than 10,000).
+    fitted = saved["results"]["gru"]["train_digits"]
+    assert np.sum(fitted["confusion"]) == 1297 and len(fitted["error_rms"]) == 10
+    assert "GRU each digit read alone: " in result.stdout
+    assert "% of 1,297 training images (error rms " in result.stdout
 
 
 @pytest.mark.processes
@@ -262,6 +267,19 @@ def test_each_digit_is_read_and_its_encoder_class_counted():
     confusion[2, 10] = 2  # 12 is no digit; a NaN reads nothing
     assert readings["confusion"] == confusion.tolist()
     assert readings["accuracy"] == [100.0, 50.0, 0.0] + [None] * 7
+    # The errors of the finite predictions: a NaN is left out of its digit's.
+    assert readings["error_mean"][:4] == pytest.approx([-0.1, 2.85, 10.0, None])
+    assert readings["error_rms"][:3] == pytest.approx(
+        [np.sqrt(0.1), np.sqrt((0.1**2 + 5.6**2) / 2), 10.0]
+    )
+    assert readings["error_mean"][3:] == readings["error_rms"][3:] == [None] * 7
+    # Over the 5 finite images' absolute errors 0.2, 0.4, 0.1, 5.6 and 10
+    # (the NaN's image counts against the accuracy, not in the errors).
+    assert readings["error_quantiles"] == pytest.approx(
+        {"50": 0.4, "90": 8.24, "99": 9.824}
+    )
+    assert readings["error_rms_all"] == pytest.approx(np.sqrt(131.57 / 5))
+    assert readings["accuracy_all"] == pytest.approx(100 * 3 / 6)
     counts = np.zeros((10, 10), int)
     counts[0, 3] = counts[1, 3] = 2
     counts[2, 5] = counts[2, 6] = 1
@@ -278,8 +296,41 @@ def test_each_digit_is_read_and_its_encoder_class_counted():
     )
     assert readings["accuracy"][:3] == [50.0, 100.0, 100.0]
     assert "channels" not in readings
+    # Each image's target is its one-hot count: only the misread 0 errs, by
+    # -1 and +1 over its 10 outputs.
+    assert readings["error_mean"][:3] == [0.0, 0.0, 0.0]
+    assert readings["error_rms"][:3] == pytest.approx([np.sqrt(0.1), 0.0, 0.0])
+    # Its absolute error, averaged over the 10 outputs: 0.2, the others 0.
+    assert readings["error_quantiles"] == pytest.approx(
+        {"50": 0.0, "90": 0.1, "99": 0.19}
+    )
     assert mnist_counting.describe_readings(readings).endswith(
         "most misread: 0 as 1 (50.0% of the 0s)"
+    )
+
+
+def test_the_fit_line_sets_training_and_test_readings_side_by_side():
+    def readings(accuracy, rms, quantiles, images):
+        confusion = np.zeros((10, 11), int)
+        confusion[0, 0] = images
+        return {
+            "confusion": confusion.tolist(),
+            "accuracy_all": accuracy,
+            "error_rms_all": rms,
+            "error_quantiles": dict(zip(("50", "90", "99"), quantiles, strict=True)),
+        }
+
+    train = readings(87.5, 1.58, [0.1, 0.5, 3.0], 10_000)
+    test = readings(50.0, 0.5, [0.25, 0.75, 1.0], 8)
+    assert mnist_counting.describe_fit(train, test) == (
+        "each digit read alone: 87.50% of 10,000 training images (error rms 1.58; "
+        "|error| quantiles 50% 0.1, 90% 0.5, 99% 3), 50.00% of the test images "
+        "(error rms 0.5; |error| quantiles 50% 0.25, 90% 0.75, 99% 1)"
+    )
+    # A diverged model's readings have no finite error.
+    lost = readings(0.0, None, [None] * 3, 2)
+    assert mnist_counting.describe_fit(lost, lost).endswith(
+        "0.00% of the test images (error rms -; |error| quantiles 50% -, 90% -, 99% -)"
     )
 
 

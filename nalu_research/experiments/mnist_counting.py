@@ -106,6 +106,9 @@ EPOCH_SEQUENCES = 100
 # the training sequences on which it compares inference and training mode.
 DIAGNOSTIC_IMAGES = 10_000
 DIAGNOSTIC_SEQUENCES = 500
+# Percentiles of the absolute error of single images that `digit_readings`
+# reports: the typical image, and the tail.
+ERROR_QUANTILES = (50, 90, 99)
 
 
 def parse_args(argv=None):
@@ -289,7 +292,8 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
     results = {}
     for length in lengths:
         if length == 1:  # every test image once
-            correct = read_alone(task, head, embedded) == test_labels
+            read = mnist.predicted_classes(task, predict_alone(head, embedded))
+            correct = read == test_labels
             results[length] = {"accuracy": 100.0 * float(np.mean(correct))}
             continue
         index = mnist.sample_sequences(len(test_labels), n, length, seed=(seed, length))
@@ -308,35 +312,65 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
     return results
 
 
-def read_alone(task, head, embedded):
-    """The class `head` reads from each embedded image alone (a sequence of
-    one): `mnist.predicted_classes`."""
-    predictions = head.predict(embedded[:, None], batch_size=1000, verbose=0)
-    return mnist.predicted_classes(task, predictions)
+def predict_alone(head, embedded):
+    """What `head` predicts from each embedded image alone (a sequence of
+    one)."""
+    return head.predict(embedded[:, None], batch_size=1000, verbose=0)
 
 
 def digit_readings(task, encoder, head, images, labels, channels):
-    """How each digit's images are read alone (length 1): `confusion`, a row
-    per true digit of `NUM_CLASSES + 1` counts (the class read, then any
-    other reading: a sum below 0 or above 9, or none for a non-finite
-    prediction); `accuracy`, % per digit (None for a digit without images);
-    with `channels` (the encoder's output is its own 10-way log-softmax,
+    """How each digit's images are read alone (length 1).
+
+    `confusion`, a row per true digit of `NUM_CLASSES + 1` counts (the class
+    read, then any other reading: a sum below 0 or above 9, or none for a
+    non-finite prediction); `accuracy`, % per digit (None for a digit
+    without images) and `accuracy_all`, % of all the images. The error is
+    the prediction minus the image's own target (`sequence_targets` of one
+    image: the digit, or its one-hot count), on the finite predictions:
+    `error_mean` and `error_rms` per digit (None for a digit without any;
+    for the sum, whether a digit is misread by a bias or by a spread; for
+    counting, the mean is that of the ten counts), `error_rms_all` over all
+    the images, and `error_quantiles`, the `ERROR_QUANTILES` (%) of the
+    absolute error (averaged over the outputs) over all the images: whether
+    a spread is every image's or a few's (None without finite predictions).
+    With `channels` (the encoder's output is its own 10-way log-softmax,
     whose classes no label names), `channels`, a row per true digit of 10
     counts, its images' most probable class of the encoder: whether the
-    encoder classifies the digits, one class each."""
+    encoder classifies the digits, one class each.
+    """
     classes_n = mnist.NUM_CLASSES
     embedded = encoder.predict(images, batch_size=1000, verbose=0)
-    read = read_alone(task, head, embedded)
+    predictions = predict_alone(head, embedded)
+    read = mnist.predicted_classes(task, predictions)
     read = np.where((read >= 0) & (read < classes_n), read, classes_n)
     confusion = np.zeros((classes_n, classes_n + 1), np.int64)
     np.add.at(confusion, (labels, read), 1)
     totals = confusion.sum(axis=1)
+    errors = np.asarray(predictions, np.float64) - mnist.sequence_targets(
+        task, labels[:, None]
+    )
+    finite = np.all(np.isfinite(errors), axis=-1)
+    errors, finite_labels = errors[finite], labels[finite]
+
+    def rms(values):
+        return float(np.sqrt(np.mean(values**2))) if values.size else None
+
+    own = [errors[finite_labels == digit] for digit in range(classes_n)]
+    absolute = np.mean(np.abs(errors), axis=-1)
     readings = {
         "confusion": confusion.tolist(),
         "accuracy": [
             100.0 * float(right) / total if total else None
             for right, total in zip(np.diagonal(confusion), totals, strict=True)
         ],
+        "accuracy_all": 100.0 * float(np.trace(confusion)) / len(labels),
+        "error_mean": [float(np.mean(e)) if e.size else None for e in own],
+        "error_rms": [rms(e) for e in own],
+        "error_rms_all": rms(errors),
+        "error_quantiles": {
+            str(q): float(np.percentile(absolute, q)) if absolute.size else None
+            for q in ERROR_QUANTILES
+        },
     }
     if channels:
         counts = np.zeros((classes_n, embedded.shape[-1]), np.int64)
@@ -375,6 +409,29 @@ def describe_readings(readings):
             "; ".join(shared) if shared else "one of its own for each digit"
         )
     return line
+
+
+def describe_fit(train, test):
+    """One line comparing two `digit_readings`, of training images (`train`)
+    and of test images (`test`): the accuracy, the error's root mean square
+    and its quantiles over all their images, a fit apart from a
+    generalization gap."""
+
+    def overall(readings):
+        quantiles = ", ".join(
+            f"{q}% {fmt(readings['error_quantiles'][str(q)])}" for q in ERROR_QUANTILES
+        )
+        return (
+            f"{readings['accuracy_all']:.2f}%",
+            f"rms {fmt(readings['error_rms_all'])}; |error| quantiles {quantiles}",
+        )
+
+    (fit, fit_error), (tested, test_error) = overall(train), overall(test)
+    return (
+        f"each digit read alone: {fit} of {np.sum(train['confusion']):,} training "
+        f"images (error {fit_error}), {tested} of the test images "
+        f"(error {test_error})"
+    )
 
 
 def epoch_metrics(args, parts, test_data, train_data):
@@ -666,6 +723,8 @@ def main(argv=None):
     start = time.perf_counter()
     results, exported = {}, None
     progress = Progress(len(args.models), done=0, unit="run")
+    # The encoder's own classes are counted where it has them.
+    channels = args.encoder_output == "log_softmax"
     for kind in args.models:
         name = mnist.RECURRENT_MODELS[kind]
         print(f"{name}:", flush=True)
@@ -712,12 +771,16 @@ def main(argv=None):
                 args, encoder, head, (test_images, test_labels)
             ),
             "test_digits": digit_readings(
+                args.task, encoder, head, test_images, test_labels, channels
+            ),
+            # The first training images, unmoved, as `--diagnostics` reads them.
+            "train_digits": digit_readings(
                 args.task,
                 encoder,
                 head,
-                test_images,
-                test_labels,
-                channels=args.encoder_output == "log_softmax",
+                train_images[:DIAGNOSTIC_IMAGES],
+                train_labels[:DIAGNOSTIC_IMAGES],
+                channels,
             ),
             "seconds": seconds,
         }
@@ -743,7 +806,12 @@ def main(argv=None):
                 ),
                 flush=True,
             )
-        print(f"{name} {describe_readings(results[kind]['test_digits'])}", flush=True)
+        readings = results[kind]
+        print(f"{name} {describe_readings(readings['test_digits'])}", flush=True)
+        print(
+            f"{name} {describe_fit(readings['train_digits'], readings['test_digits'])}",
+            flush=True,
+        )
         if kind == args.export_model:
             exported = model
     wall = time.perf_counter() - start

@@ -592,7 +592,9 @@ def test_parity_first_seed_runs_the_same_seed_as_a_longer_list(
             "--test-size", "16", "--epochs", "2", "--batch-size", "8",
             "--fresh-canvases"]  # fmt: skip
     assert mnist_parity.main([*argv, "--seeds", "2", "--json", "both.json"]) == 0
-    assert "seeds 0-1." in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "seeds 0-1." in out
+    both_table = table_rows(out)
     assert mnist_parity.main([*argv, "--first-seed", "1", "--json", "one.json"]) == 0
     out = capsys.readouterr().out
     assert "seeds 1." in out and "NAC, seed 1:" in out and "seed 0:" not in out
@@ -602,6 +604,158 @@ def test_parity_first_seed_runs_the_same_seed_as_a_longer_list(
     for key in ("epoch_losses", "epoch_test_accuracy", "train_accuracy"):
         assert one[0][key] == both[1][key]
     assert one[0]["epoch_losses"] != both[0]["epoch_losses"]  # seeds differ
+    # So the seeds run one at a time, merged (--from-json), make the table
+    # of --seeds 2, without training.
+    assert mnist_parity.main([*argv, "--seeds", "1", "--json", "zero.json"]) == 0
+    capsys.readouterr()
+    merged_argv = ["--from-json", "one.json", "zero.json", "--json", "m.json"]
+    assert mnist_parity.main(merged_argv) == 0
+    out = capsys.readouterr().out
+    assert "epoch" not in out  # nothing trained
+    assert (
+        "(one.json, zero.json): NAC; seeds 0-1." in out
+        and "Wrote m.png and m.json." in out
+    )
+    assert table_rows(out) == both_table
+    merged = json.loads(Path("m.json").read_text())
+    assert merged["from_json"] == ["one.json", "zero.json"]
+    for mine, theirs in zip(merged["results"]["NAC"], both, strict=True):
+        assert {k: v for k, v in mine.items() if k != "seconds"} == {
+            k: v for k, v in theirs.items() if k != "seconds"
+        }
+    assert "seeds" not in merged["arguments"]  # the runs name their seeds
+    assert merged["arguments"]["json"] == "m.json"
+    assert_small_png(Path("m.png"))
+
+
+def _saved_parity(name, runs, majority=50.0, **arguments):
+    """Writes a JSON of mnist_parity.py at `name`: `runs` per variant, a
+    `{seed: test accuracy}`, with `arguments`; returns `name`."""
+    arguments = {"dataset": "digits", "epochs": 2, "fresh_canvases": True,
+                 "test_size": 16, "first_seed": 0, "json": name,
+                 **arguments}  # fmt: skip
+    results = {
+        variant: [{"seed": seed, "test_accuracy": accuracy, "diverged": None,
+                   "epoch_steps": [1], "epoch_test_accuracy": [accuracy]}
+                  for seed, accuracy in seeds.items()]
+        for variant, seeds in runs.items()
+    }  # fmt: skip
+    Path(name).write_text(json.dumps(
+        {"arguments": arguments, "majority_class": majority,
+         "wall_seconds": 1.0, "results": results}
+    ))  # fmt: skip
+    return name
+
+
+def test_parity_from_json_refuses_runs_that_do_not_share_a_table(
+    tmp_path, monkeypatch, capsys
+):
+    """--from-json names the files, the argument and the values they differ
+    in, and writes nothing."""
+    monkeypatch.chdir(tmp_path)
+    saved = _saved_parity
+    a = saved("a.json", {"NAC": {0: 90.0}, "Wx+b": {0: 90.0}})
+    Path("g.json").write_text("[]")
+    old = saved("old.json", {"NAC": {1: 90.0}, "Wx+b": {1: 90.0}})
+    written = json.loads(Path(old).read_text())
+    del written["arguments"]["test_size"]
+    Path(old).write_text(json.dumps(written))
+    cases = [
+        (
+            saved("b.json", {"NAC": {1: 90.0}, "Wx+b": {1: 90.0}}, epochs=3),
+            "a.json and b.json differ in epochs (2 and 3): their runs do not "
+            "belong in one table",
+        ),
+        (  # resumes across the test canvases, but does not share a table
+            saved("t.json", {"NAC": {1: 90.0}, "Wx+b": {1: 90.0}}, test_size=8),
+            "a.json and t.json differ in test_size (16 and 8)",
+        ),
+        (old, "old.json lacks the argument test_size (a.json has 16)"),
+        (
+            saved("c.json", {"Wx+b": {0: 90.0}}),
+            "Wx+b, seed 0 is saved in both a.json and c.json: keep one",
+        ),
+        (
+            saved("d.json", {"NAC": {1: 90.0}}, first_seed=1),
+            "the variants' seeds differ (Wx+b: 0; NAC: 0-1): the table pairs "
+            "every variant with the NAC by seed",
+        ),
+        (
+            saved("e.json", {"NAC": {1: 90.0}, "Wx+b": {1: 90.0}}, majority=60.0),
+            "a.json and e.json differ in their test canvases (majority class "
+            "50.0% and 60.0%)",
+        ),
+        ("missing.json", "cannot read missing.json: No such file or directory"),
+        (
+            saved("h.json", {"relu(W)x": {1: 90.0}}),
+            "h.json holds runs of an unknown variant 'relu(W)x' (expected one "
+            "of Wx+b, ",
+        ),
+        (
+            "g.json",
+            "g.json is not a JSON of mnist_parity.py (expected an object with "
+            "the keys arguments, majority_class, wall_seconds, results",
+        ),
+    ]
+    for other, message in cases:
+        with pytest.raises(SystemExit) as exit_info:
+            mnist_parity.parse_args(["--from-json", a, other])
+        assert exit_info.value.code == 2
+        assert f"--from-json: {message}" in capsys.readouterr().err
+    broken = json.loads(Path(a).read_text())
+    del broken["results"]["NAC"][0]["seed"]
+    Path("j.json").write_text(json.dumps(broken))
+    refused = [
+        (["--from-json", saved("i.json", {})], "no runs saved in i.json"),
+        (["--from-json", "j.json"], "j.json: a run of NAC is not one of "
+         "mnist_parity.py (expected an object with the keys seed, "),
+        (["--from-json", a, "--variants", "NAC"], "--variants is not used with "
+         "it (got ['NAC']): the saved runs say how they ran"),
+        (["--from-json", a, "--epochs", "5"], "--epochs is not used with it"),
+        (["--from-json", a, "--json", "a.json"], "--json a.json would "
+         "overwrite the input a.json: write the merged runs elsewhere"),
+    ]  # fmt: skip
+    for argv, message in refused:
+        with pytest.raises(SystemExit):
+            mnist_parity.parse_args(argv)
+        assert f"--from-json: {message}" in capsys.readouterr().err
+    assert not Path("results").exists()  # nothing written
+
+
+def test_parity_from_json_pairs_the_runs_by_seed(tmp_path, monkeypatch, capsys):
+    """Files holding the seeds in any order and split: each variant's runs
+    sorted by seed, paired with the NAC's; the arguments the files share."""
+    monkeypatch.chdir(tmp_path)
+    saved = _saved_parity
+    x = saved("x.json", {"NAC": {1: 95.0}}, first_seed=1, data_dir=".mnist")
+    y = saved("y.json", {"NAC": {0: 92.0}, "Wx+b": {1: 90.0, 0: 91.0}},
+              data_dir="other", checkpoint_dir="kept")  # fmt: skip
+    assert mnist_parity.main(["--from-json", x, y]) == 0
+    out = capsys.readouterr().out
+    assert "(x.json, y.json): Wx+b, NAC; seeds 0-1." in out
+    rows = table_rows(out)
+    # NAC 92 and 95 against Wx+b 91 and 90 by seed: leads 1 and 5.
+    assert rows["Wx+b"][2].startswith("+3.0 [")
+    merged = json.loads(Path("results/mnist_parity_from_json.json").read_text())
+    assert [r["seed"] for r in merged["results"]["NAC"]] == [0, 1]
+    assert [r["test_accuracy"] for r in merged["results"]["Wx+b"]] == [91.0, 90.0]
+    assert merged["from_json"] == ["x.json", "y.json"]
+    assert merged["wall_seconds"] == 2.0
+    arguments = merged["arguments"]
+    assert arguments["variants"] == ["Wx+b", "NAC"]
+    for name in ("seeds", "first_seed", "data_dir", "checkpoint_dir"):
+        assert name not in arguments  # the files differ in them
+    assert arguments["epochs"] == 2 and arguments["test_size"] == 16
+
+
+def test_parity_checkpoints_resume_across_the_same_arguments_as_before():
+    """What a kept run resumes across (`IGNORED`): adding `--from-json` must
+    not change it, or no kept checkpoint would resume."""
+    assert set(mnist_parity.IGNORED) == {
+        "data_dir", "variants", "test_size", "seeds", "first_seed", "json",
+        "png", "from_json", "strategy", "checkpoint_dir", "keep_checkpoint",
+        "tensorboard",
+    }  # fmt: skip
 
 
 def test_parity_run_trains_on_fresh_canvases_when_asked(monkeypatch):
@@ -724,6 +878,13 @@ def test_parity_example_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
     assert "`canvas_size`" in capsys.readouterr().err
 
 
+def test_parity_seeds_text_names_each_seed_once():
+    assert mnist_parity.seeds_text(range(10)) == "0-9"
+    assert mnist_parity.seeds_text([3]) == "3"
+    assert mnist_parity.seeds_text([5, 0, 2, 0, 5]) == "0, 2, 5"
+    assert mnist_parity.seeds_text([1, 0, 1, 0]) == "0-1"
+
+
 def test_parity_table_pairs_the_nac_with_each_variant_by_seed(capsys):
     """With several seeds: the mean's 95% interval, and the NAC's lead over
     each variant paired by seed, with its interval."""
@@ -732,8 +893,7 @@ def test_parity_table_pairs_the_nac_with_each_variant_by_seed(capsys):
         return [{"test_accuracy": a, "diverged": None} for a in accuracies]
 
     results = {"NAC": runs([94.0, 93.0, 95.0]), "Wx+b": runs([92.0, 92.0, 92.0])}
-    args = type("Args", (), {"seeds": 3})()
-    mnist_parity.print_table(results, args, "digits")
+    mnist_parity.print_table(results, "digits")
     rows = table_rows(capsys.readouterr().out)
     assert rows["last layer"] == ["ours", "min-max", "NAC minus it", "paper"]
     # NAC: mean 94, sd 1, t(0.975, 2) / sqrt(3) = 2.484.

@@ -36,9 +36,17 @@ plot beside it (`--png`: the test accuracy of each variant per seed and its
 median, and the test accuracy per epoch) and, with `--tensorboard DIR`, the
 loss and the test accuracy of each run per epoch (DIR/VARIANT/SEED, the
 variant's name in `folder_name`'s form).
+
+`--from-json FILE ...` trains nothing: it prints the table and plot of the
+runs saved in those JSONs, merged (e.g. one file per seed, run one at a time
+with `--first-seed N --seeds 1`; a seed's run is the same whatever the other
+seeds), and writes the merged JSON. The files must agree on every argument
+that changes a run's results or its test canvases, and hold each variant and
+seed once, every variant with the same seeds (the table pairs them by seed).
 """
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -129,7 +137,18 @@ def parse_args(argv=None):
     )
     add_training_arguments(parser, "mnist_parity")
     add_backend_argument(parser, "mnist_parity")
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
+        help="train nothing: print the table and plot of the runs saved in "
+        "these JSONs of this script, merged (e.g. one per seed), and write "
+        "them as one JSON (default results/mnist_parity_from_json.json)",
+    )
     args = parser.parse_args(argv)
+    if args.from_json:
+        return from_json_arguments(parser, args)
     if args.canvas_size is None:
         args.canvas_size = CANVAS_SIZE[args.dataset]
     if args.json is None:
@@ -138,15 +157,50 @@ def parse_args(argv=None):
     return args
 
 
+def from_json_arguments(parser, args):
+    """`args` of `--from-json`, with the merged runs (`saved`, `load_saved`);
+    a parser error for an option that would change nothing (the saved runs
+    say how they ran), a file that cannot be merged, or an output that
+    would overwrite one of them."""
+    kept = ("from_json", "json", "png", "backend")
+    for action in parser._actions:
+        name = action.dest
+        if name in vars(args) and name not in kept:
+            if getattr(args, name) != parser.get_default(name):
+                parser.error(
+                    f"--from-json: {'/'.join(action.option_strings)} is not "
+                    "used with it (got "
+                    f"{getattr(args, name)!r}): the saved runs say how they ran"
+                )
+    try:
+        args.saved = load_saved(args.from_json)
+    except ValueError as error:
+        parser.error(f"--from-json: {error}")
+    args.json = args.json or Path("results/mnist_parity_from_json.json")
+    args.png = png_path(args)
+    inputs = {Path(p).resolve(): p for p in args.from_json}
+    for option, path in (("--json", args.json), ("--png", args.png)):
+        if Path(path).resolve() in inputs:
+            parser.error(
+                f"--from-json: {option} {path} would overwrite the input "
+                f"{inputs[Path(path).resolve()]}: write the merged runs elsewhere"
+            )
+    return args
+
+
 def seeds(args):
     """The run seeds: `--first-seed` and the `--seeds - 1` after it."""
     return range(args.first_seed, args.first_seed + args.seeds)
 
 
-def seeds_text(args):
-    """The run seeds as text: "0-9", or "3" for one."""
-    first, last = seeds(args)[0], seeds(args)[-1]
-    return f"{first}-{last}" if last > first else f"{first}"
+def seeds_text(seed_list):
+    """Seeds as text: "0-9" for a run of them, "3" for one, else "0, 2, 5"
+    (each seed once)."""
+    seed_list = sorted(set(seed_list))
+    first, last = seed_list[0], seed_list[-1]
+    if last - first == len(seed_list) - 1:
+        return f"{first}-{last}" if last > first else f"{first}"
+    return ", ".join(map(str, seed_list))
 
 
 def epoch_steps(args):
@@ -183,17 +237,139 @@ class FreshCanvases(keras.utils.PyDataset):
         return canvases(self.args, size, (TRAIN_SEED, self.epoch + 1, i + 1), self.data)
 
 
-# Arguments that do not change a run's results: a checkpoint resumes across them.
-IGNORED = (
+# Arguments in which saved runs may differ and still share a table
+# (`--from-json`): which runs they are, where they were written, how they ran.
+MERGEABLE = (
     "data_dir",
     "variants",
-    "test_size",
     "seeds",
     "first_seed",
     "json",
     "png",
+    "from_json",
     *RUN_OPTIONS,
 )
+# Arguments that do not change a run's results: a checkpoint resumes across
+# them (the test canvases too: they are not trained on).
+IGNORED = (*MERGEABLE, "test_size")
+# Arguments a JSON written before they existed lacks, with the value it ran.
+SAVED_DEFAULTS = {"fresh_canvases": False}
+# What `--from-json` reads of each saved run.
+RUN_KEYS = ("seed", "test_accuracy", "diverged", "epoch_steps", "epoch_test_accuracy")
+
+
+def read_saved(path):
+    """The JSON this script wrote at `path`, its `arguments` completed with
+    `SAVED_DEFAULTS`; ValueError, naming the file and what it lacks, if it
+    cannot be read or is not one."""
+    try:
+        saved = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not JSON ({error})") from None
+    keys = ("arguments", "majority_class", "wall_seconds", "results")
+    if (
+        not isinstance(saved, dict)
+        or not all(key in saved for key in keys)
+        or not isinstance(saved["arguments"], dict)
+        or not isinstance(saved["results"], dict)
+    ):
+        raise ValueError(
+            f"{path} is not a JSON of mnist_parity.py (expected an object with "
+            f"the keys {', '.join(keys)}, arguments and results objects)"
+        )
+    for variant, runs in saved["results"].items():
+        if variant not in mnist.ABLATION_VARIANTS:
+            raise ValueError(
+                f"{path} holds runs of an unknown variant {variant!r} (expected "
+                f"one of {', '.join(mnist.ABLATION_VARIANTS)})"
+            )
+        for run in runs if isinstance(runs, list) else [None]:
+            if not isinstance(run, dict) or not all(k in run for k in RUN_KEYS):
+                raise ValueError(
+                    f"{path}: a run of {variant} is not one of mnist_parity.py "
+                    f"(expected an object with the keys {', '.join(RUN_KEYS)})"
+                )
+    saved["arguments"] = {**SAVED_DEFAULTS, **saved["arguments"]}
+    return saved
+
+
+def load_saved(paths):
+    """The runs saved in the JSONs `paths` of this script, merged: `results`
+    per variant (in `ABLATION_VARIANTS`' order) sorted by seed; the files'
+    shared `arguments` (those of `MERGEABLE` in which they differ left out:
+    the runs name their own seeds, `from_json` their files); their
+    `majority_class`; `wall_seconds`, the sum of the files' (each its own
+    command's); `from_json`, the paths. Raises ValueError, naming the files
+    and the values, where two differ in an argument outside `MERGEABLE` or
+    in their test canvases, hold the same variant and seed, or where the
+    variants' seeds differ."""
+    files = [(path, read_saved(path)) for path in paths]
+    (first, merged), runs_of, where = files[0], {}, {}
+    arguments = dict(merged["arguments"])
+    for path, saved in files:
+        theirs = saved["arguments"]
+        for name in sorted(set(arguments) | set(theirs)):
+            if name in MERGEABLE:
+                if arguments.get(name) != theirs.get(name):
+                    arguments.pop(name, None)
+                continue
+            ours = merged["arguments"]
+            if name not in theirs or name not in ours:
+                lacking, having, value = (
+                    (path, first, ours[name])
+                    if name not in theirs
+                    else (first, path, theirs[name])
+                )
+                raise ValueError(
+                    f"{lacking} lacks the argument {name} ({having} has {value!r})"
+                )
+            if theirs[name] != ours[name]:
+                raise ValueError(
+                    f"{first} and {path} differ in {name} "
+                    f"({ours[name]!r} and {theirs[name]!r}): "
+                    "their runs do not belong in one table"
+                )
+        if saved["majority_class"] != merged["majority_class"]:
+            raise ValueError(
+                f"{first} and {path} differ in their test canvases (majority "
+                f"class {merged['majority_class']}% and {saved['majority_class']}%)"
+            )
+        for variant, runs in saved["results"].items():
+            for run in runs:
+                key = variant, run["seed"]
+                if key in where:
+                    raise ValueError(
+                        f"{variant}, seed {run['seed']} is saved in both "
+                        f"{where[key]} and {path}: keep one"
+                    )
+                where[key] = path
+                runs_of.setdefault(variant, []).append(run)
+    results = {
+        variant: sorted(runs_of[variant], key=lambda r: r["seed"])
+        for variant in mnist.ABLATION_VARIANTS
+        if variant in runs_of
+    }
+    if not results:
+        raise ValueError(f"no runs saved in {', '.join(map(str, paths))}")
+    seed_sets = {v: [r["seed"] for r in runs] for v, runs in results.items()}
+    if len({tuple(s) for s in seed_sets.values()}) > 1:
+        raise ValueError(
+            "the variants' seeds differ ("
+            + "; ".join(f"{v}: {seeds_text(s)}" for v, s in seed_sets.items())
+            + "): the table pairs every variant with the NAC by seed"
+        )
+    arguments["variants"] = list(results)
+    for name in ("seeds", "first_seed"):  # the runs name their own seeds
+        arguments.pop(name, None)
+    return {
+        "arguments": arguments,
+        "majority_class": merged["majority_class"],
+        "wall_seconds": sum(saved["wall_seconds"] for _, saved in files),
+        "results": results,
+        "from_json": [str(p) for p in paths],
+    }
 
 
 def accuracy(model, data):
@@ -250,10 +426,10 @@ def folder_name(variant):
     return re.sub(r"[^A-Za-z0-9+]+", "_", variant)
 
 
-def plot(args, results, majority, dataset_name):
+def plot(png, results, majority, dataset_name):
     """The test accuracy of each variant (a point per seed, a bar at the
     median, the paper's Table 4 as a cross) and its median over the seeds
-    after each epoch, in `args.png`."""
+    after each epoch, in `png`."""
     plt = pyplot()
     fig, (final, curves) = plt.subplots(
         1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.2, 1]}
@@ -275,7 +451,8 @@ def plot(args, results, majority, dataset_name):
     final.set_xticks(range(len(names)), names, rotation=30, fontsize=8)
     final.set_ylabel("test accuracy (%)")
     final.set_title(
-        f"Per seed (o), median (-), paper on MNIST (x); seeds {seeds_text(args)}",
+        "Per seed (o), median (-), paper on MNIST (x); seeds "
+        + seeds_text(r["seed"] for runs in results.values() for r in runs),
         fontsize=10,
     )
     curves.set_xlabel("training steps")
@@ -284,11 +461,35 @@ def plot(args, results, majority, dataset_name):
     curves.legend(fontsize=7)
     fig.suptitle(f"Parity on {dataset_name} canvases, by last layer")
     fig.tight_layout()
-    save_png(fig, args.png)
+    save_png(fig, png)
+
+
+def show_saved(args):
+    """`--from-json`: the table and plot of the merged saved runs, and their
+    JSON."""
+    saved = args.saved
+    dataset_name = mnist.DATASET_NAMES[saved["arguments"]["dataset"]]
+    results = saved["results"]
+    print(
+        f"The runs saved in {len(args.from_json)} JSON file(s) "
+        f"({', '.join(map(str, args.from_json))}): {', '.join(results)}; "
+        f"seeds {seeds_text(r['seed'] for r in next(iter(results.values())))}."
+    )
+    print_table(results, dataset_name)
+    plot(args.png, results, saved["majority_class"], dataset_name)
+    save_json(
+        {**saved, "arguments": {**saved["arguments"], "json": args.json,
+                                "png": args.png}},
+        args.json,
+    )  # fmt: skip
+    print(f"Wrote {args.png} and {args.json}.")
+    return 0
 
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.from_json:
+        return show_saved(args)
     strategy = create_strategy(args)
     quiet_tensorflow_logger()  # predict traces anew for every model and epoch
     dataset_name = mnist.DATASET_NAMES[args.dataset]
@@ -313,7 +514,7 @@ def main(argv=None):
         + f"{args.test_size} test canvases (test-split digits); majority class "
         f"{majority:.1f}% of the test set. Each variant trains {args.epochs} "
         f"epochs, batch {args.batch_size}, Adam lr {args.learning_rate:g}, "
-        f"seeds {seeds_text(args)}.\n",
+        f"seeds {seeds_text(seeds(args))}.\n",
         flush=True,
     )
     checkpoints = Checkpoints(args, strategy)
@@ -356,13 +557,13 @@ def main(argv=None):
             )  # fmt: skip
     wall = time.perf_counter() - start
 
-    print_table(results, args, dataset_name)
+    print_table(results, dataset_name)
     print(
         f"\nTrained and evaluated in {wall:.0f} s on the "
         f"{keras.backend.backend()} backend."
     )
     if is_chief(strategy):
-        plot(args, results, majority, dataset_name)
+        plot(args.png, results, majority, dataset_name)
         save_json(
             {"arguments": vars(args), "majority_class": majority,
              "wall_seconds": wall, "results": results},
@@ -373,16 +574,18 @@ def main(argv=None):
     return 0
 
 
-def print_table(results, args, dataset_name):
-    """Test accuracy per variant: the mean over the seeds and their range;
-    from two seeds on, the mean's 95% interval and, paired by seed (the same
-    canvases and initial convnet), the NAC's lead over each variant with its
-    95% interval: a lead whose interval excludes 0 is a finding, not noise."""
-    paired = args.seeds > 1 and "NAC" in results
+def print_table(results, dataset_name):
+    """Test accuracy per variant (`results`: its runs, each variant's seeds
+    in the same order): the mean over the seeds and their range; from two
+    seeds on, the mean's 95% interval and, paired by seed (the same canvases
+    and initial convnet), the NAC's lead over each variant with its 95%
+    interval: a lead whose interval excludes 0 is a finding, not noise."""
+    n = len(next(iter(results.values())))
+    paired = n > 1 and "NAC" in results
     print(
-        f"\nTest accuracy (%) on {dataset_name} parity, mean over {args.seeds} "
+        f"\nTest accuracy (%) on {dataset_name} parity, mean over {n} "
         "seed(s)"
-        + (" [95% interval of the mean]" if args.seeds > 1 else "")
+        + (" [95% interval of the mean]" if n > 1 else "")
         + " and min-max"
         + ("; the NAC's lead, paired by seed [95% interval]" if paired else "")
         + "; the paper's Table 4 (on MNIST) beside it.\n"

@@ -180,10 +180,10 @@ def from_json_arguments(parser, args):
     args.png = png_path(args)
     inputs = {Path(p).resolve(): p for p in args.from_json}
     for option, path in (("--json", args.json), ("--png", args.png)):
-        if Path(path).resolve() in inputs:
+        if (given := inputs.get(Path(path).resolve())) is not None:
             parser.error(
                 f"--from-json: {option} {path} would overwrite the input "
-                f"{inputs[Path(path).resolve()]}: write the merged runs elsewhere"
+                f"{given}: write the merged runs elsewhere"
             )
     return args
 
@@ -285,12 +285,14 @@ def read_saved(path):
                 f"{path} holds runs of an unknown variant {variant!r} (expected "
                 f"one of {', '.join(mnist.ABLATION_VARIANTS)})"
             )
-        for run in runs if isinstance(runs, list) else [None]:
-            if not isinstance(run, dict) or not all(k in run for k in RUN_KEYS):
-                raise ValueError(
-                    f"{path}: a run of {variant} is not one of mnist_parity.py "
-                    f"(expected an object with the keys {', '.join(RUN_KEYS)})"
-                )
+        if not isinstance(runs, list) or not all(
+            isinstance(run, dict) and all(key in run for key in RUN_KEYS)
+            for run in runs
+        ):
+            raise ValueError(
+                f"{path}: a run of {variant} is not one of mnist_parity.py "
+                f"(expected an object with the keys {', '.join(RUN_KEYS)})"
+            )
     saved["arguments"] = {**SAVED_DEFAULTS, **saved["arguments"]}
     return saved
 
@@ -307,7 +309,8 @@ def load_saved(paths):
     variants' seeds differ."""
     files = [(path, read_saved(path)) for path in paths]
     (first, merged), runs_of, where = files[0], {}, {}
-    arguments = dict(merged["arguments"])
+    ours = merged["arguments"]
+    arguments = dict(ours)
     for path, saved in files:
         theirs = saved["arguments"]
         for name in sorted(set(arguments) | set(theirs)):
@@ -315,7 +318,6 @@ def load_saved(paths):
                 if arguments.get(name) != theirs.get(name):
                     arguments.pop(name, None)
                 continue
-            ours = merged["arguments"]
             if name not in theirs or name not in ours:
                 lacking, having, value = (
                     (path, first, ours[name])

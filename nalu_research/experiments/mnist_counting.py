@@ -3,9 +3,10 @@
 A recurrent model reads a sequence of digit images and outputs, at its end,
 how many images of each class it saw (`--task count`, a 10-way regression) or
 the sum of the digits (`--task sum`). Each image goes through the convnet of
-the PyTorch MNIST example (no supervision of its own), which hands the
-recurrent part its 128 dense ReLU features, or with `--encoder-output
-log_softmax` its classifier's 10 log-probabilities; the recurrent part is an
+the PyTorch MNIST example (no supervision of its own; `--encoder pytorch_2018`
+for the version the paper's footnote linked), which hands the recurrent part
+its dense ReLU features (128, or 50), or with `--encoder-output log_softmax`
+its classifier's 10 log-probabilities; the recurrent part is an
 LSTM, GRU or SimpleRNN (tanh, ReLU) with a linear readout, or a NACCell /
 NALUCell whose state is the output. Models train on sequences of 10 images from
 the training split (mean squared error) and are tested on sequences from the
@@ -189,7 +190,7 @@ def parse_args(argv=None):
     if args.json is None:
         args.json = Path(f"results/mnist_{args.task}_{args.dataset}.json")
     args.png = png_path(args)
-    return args
+    return mnist.finish_encoder_arguments(args)
 
 
 # Arguments that do not change a run's results: a checkpoint resumes across them.
@@ -224,6 +225,7 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
             args.hidden,
             dropout=args.dropout,
             encoder_output=args.encoder_output,
+            encoder=args.encoder,
         )
         return model
 
@@ -700,8 +702,8 @@ def main(argv=None):
             f"{mnist.RECURRENT_MODELS[kind]} {learning_rate_of(kind, args):g}"
             for kind in args.models
         )
-        + f"; seed {args.seed}, encoder dropout "
-        f"{mnist.describe_dropout(args.dropout)}"
+        + f"; seed {args.seed}, encoder {args.encoder}, its dropout "
+        f"{mnist.describe_dropout(args.dropout, args.encoder)}"
         + (
             ", the recurrent part reads the encoder's log-softmax"
             if args.encoder_output == "log_softmax"

@@ -86,7 +86,7 @@ def parse_args(argv=None):
         args.learning_rate = (
             LEARNING_RATE if args.target == "class" else mnist.LEARNING_RATES["nau"]
         )
-    return args
+    return mnist.finish_encoder_arguments(args)
 
 
 def build(args, image_shape):
@@ -94,7 +94,10 @@ def build(args, image_shape):
     addition model reading sequences of one image (`value`)."""
     if args.target == "class":
         model = mnist.digit_encoder(
-            image_shape, dropout=args.dropout, output="log_softmax"
+            image_shape,
+            dropout=args.dropout,
+            output="log_softmax",
+            encoder=args.encoder,
         )
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     else:
@@ -104,6 +107,7 @@ def build(args, image_shape):
             image_shape,
             dropout=args.dropout,
             encoder_output="log_softmax",
+            encoder=args.encoder,
         )
         loss = "mse"
     model.compile(optimizer=keras.optimizers.Adam(args.learning_rate), loss=loss)
@@ -174,8 +178,8 @@ def main(argv=None):
             else "the addition model on sequences of one image, mean squared error"
         )
         + f"): {args.epochs} epochs, batch {args.batch_size}, "
-        f"Adam lr {args.learning_rate:g}, dropout "
-        f"{mnist.describe_dropout(args.dropout)}"
+        f"Adam lr {args.learning_rate:g}, encoder {args.encoder}, its dropout "
+        f"{mnist.describe_dropout(args.dropout, args.encoder)}"
         + (f", images moved by up to {args.max_shift} px" if args.max_shift else "")
         + f"; seeds 0-{args.seeds - 1}.\n",
         flush=True,

@@ -33,6 +33,7 @@ Example:
 [10.0, 10.0]
 """
 
+import dataclasses
 import functools
 import gzip
 import hashlib
@@ -78,9 +79,49 @@ SEQUENCE_TASKS = ("count", "sum")
 # or the PyTorch MNIST example's classifier output (a 10-way log-softmax), the
 # "output of the convnet" the paper's footnote says the recurrent part reads.
 ENCODER_OUTPUTS = ("features", "log_softmax")
-# The PyTorch MNIST example's dropout rates: after the encoder's pooling and
-# after its dense layer (`digit_encoder`).
-DROPOUT_RATES = (0.25, 0.5)
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderDesign:
+    """One version of the PyTorch MNIST example's convnet (`digit_encoder`).
+
+    `convolutions` holds `(filters, kernel size, max-pooled after)` per
+    convolution (ReLU, no padding); `features` is the width of its dense
+    ReLU layer; `dropout` its two dropout rates (after the convolutions, after
+    the dense layer); `channel_dropout` whether the first drops whole
+    channels (PyTorch's `Dropout2d`, Keras's `SpatialDropout2D`); `commit`
+    the pytorch/examples commit that has it.
+    """
+
+    convolutions: tuple
+    features: int
+    dropout: tuple
+    channel_dropout: bool
+    commit: str
+
+
+# The PyTorch MNIST example (github.com/pytorch/examples, mnist/main.py) at the
+# two versions that matter here: "pytorch_2018", the one the paper's footnote
+# linked when it appeared (August 2018; the same from March 2017 to December
+# 2018), and "pytorch_2020", the one since October 2020 (3x3 convolutions,
+# plain dropout), which every run here used before this option.
+ENCODERS = {
+    "pytorch_2020": EncoderDesign(
+        convolutions=((32, 3, False), (64, 3, True)),
+        features=128,
+        dropout=(0.25, 0.5),
+        channel_dropout=False,
+        commit="0f0c913",
+    ),
+    "pytorch_2018": EncoderDesign(
+        convolutions=((10, 5, True), (20, 5, True)),
+        features=50,
+        dropout=(0.5, 0.5),
+        channel_dropout=True,
+        commit="75e7c75",
+    ),
+}
+DEFAULT_ENCODER = "pytorch_2020"
 EVEN_DIGITS = (0, 2, 4, 6, 8)
 
 # Table 2 of the paper: per model, (accuracy at length 1 in %, mean absolute
@@ -170,19 +211,30 @@ def add_dataset_arguments(parser):
 
 
 def add_encoder_arguments(parser):
-    """Adds the per-image encoder's training options to the argparse
-    `parser`: `--dropout AFTER_POOLING AFTER_DENSE` (`dropout`, the two rates
-    of `digit_encoder`, default the PyTorch example's), `--no-dropout` (the
-    same as `--dropout 0 0`) and `--max-shift` (the augmentation of
-    `shift_images`, default 0)."""
+    """Adds the per-image encoder's options to the argparse `parser`:
+    `--encoder` (a design of `ENCODERS`, default `DEFAULT_ENCODER`),
+    `--dropout AFTER_POOLING AFTER_DENSE` (`dropout`, the two rates of
+    `digit_encoder`, default the design's own), `--no-dropout` (the same as
+    `--dropout 0 0`) and `--max-shift` (the augmentation of `shift_images`,
+    default 0). Pass the parsed arguments through `finish_encoder_arguments`."""
+    parser.add_argument(
+        "--encoder",
+        choices=list(ENCODERS),
+        default=DEFAULT_ENCODER,
+        help="the version of the PyTorch MNIST example's convnet: pytorch_2018, "
+        "the one the paper's footnote linked (5x5 convolutions of 10 and 20 "
+        "filters, a dense layer of 50), or pytorch_2020 (3x3 convolutions of "
+        "32 and 64 filters, a dense layer of 128) (default %(default)s)",
+    )
     parser.add_argument(
         "--dropout",
         type=_dropout_rate_argument,
         nargs=2,
         metavar=("AFTER_POOLING", "AFTER_DENSE"),
-        default=list(DROPOUT_RATES),
         help="the encoder's two dropout rates, after its convolutions and "
-        "after its dense layer (default %(default)s, the PyTorch example's)",
+        "after its dense layer (default the example's: "
+        + ", ".join(f"{name} {list(d.dropout)}" for name, d in ENCODERS.items())
+        + ")",
     )
     parser.add_argument(
         "--no-dropout",
@@ -668,16 +720,34 @@ RECURRENT_MODELS = {
 }
 
 
-def dropout_rates(dropout):
+def finish_encoder_arguments(args):
+    """Fills in what `add_encoder_arguments` leaves to the encoder: without
+    `--dropout`, `args.dropout` becomes the rates of `args.encoder`'s design,
+    so that the arguments a run records state them. Returns `args`."""
+    if args.dropout is None:
+        args.dropout = list(ENCODERS[args.encoder].dropout)
+    return args
+
+
+def encoder_design(encoder):
+    """The `EncoderDesign` that `encoder` (a name of `ENCODERS`) names."""
+    validation.one_of("encoder", encoder, tuple(ENCODERS))
+    return ENCODERS[encoder]
+
+
+def dropout_rates(dropout, encoder=DEFAULT_ENCODER):
     """The encoder's two dropout rates `(after_pooling, after_dense)` that
-    `dropout` names: True for the PyTorch example's `DROPOUT_RATES`, False
-    for none, or the two rates themselves, each in `[0, 1)`.
+    `dropout` names: True for the rates of the PyTorch example's design
+    `encoder` (`ENCODERS`), False for none, or the two rates themselves, each
+    in `[0, 1)`.
 
     >>> dropout_rates(True), dropout_rates(False), dropout_rates([0.25, 0])
     ((0.25, 0.5), (0.0, 0.0), (0.25, 0.0))
+    >>> dropout_rates(True, "pytorch_2018")
+    (0.5, 0.5)
     """
     if isinstance(dropout, (bool, np.bool_)):
-        return DROPOUT_RATES if dropout else (0.0, 0.0)
+        return encoder_design(encoder).dropout if dropout else (0.0, 0.0)
     try:
         rates = tuple(_dropout_rate("dropout", rate) for rate in dropout)
     except (TypeError, validation.InvalidValueError):
@@ -689,11 +759,11 @@ def dropout_rates(dropout):
     return rates
 
 
-def describe_dropout(dropout):
-    """`dropout` (`dropout_rates`) in words: "on" (the PyTorch example's
-    rates), "off", or its two rates ("0.25 and 0")."""
-    rates = dropout_rates(dropout)
-    if rates == DROPOUT_RATES:
+def describe_dropout(dropout, encoder=DEFAULT_ENCODER):
+    """`dropout` (`dropout_rates`) in words: "on" (the rates of the PyTorch
+    example's design `encoder`), "off", or its two rates ("0.25 and 0")."""
+    rates = dropout_rates(dropout, encoder)
+    if rates == encoder_design(encoder).dropout:
         return "on"
     if rates == (0.0, 0.0):
         return "off"
@@ -713,26 +783,56 @@ def _dropout_rate(name, value):
 _dropout_rate_argument = argument_type(_dropout_rate, float)
 
 
-def digit_encoder(image_shape, features=128, dropout=True, output="features"):
-    """The per-image convnet of the PyTorch MNIST example.
+def digit_encoder(
+    image_shape,
+    features=None,
+    dropout=True,
+    output="features",
+    encoder=DEFAULT_ENCODER,
+):
+    """The per-image convnet of the PyTorch MNIST example, in its design
+    `encoder` (`ENCODERS`).
 
-    Two 3x3 convolutions (32 and 64 filters, ReLU), 2x2 max pooling, dropout,
-    a dense layer of `features` units (ReLU) and dropout again. `dropout`
-    sets the two rates (`dropout_rates`): True for the example's 0.25 and
-    0.5, False for none, or a pair of rates (the layers are there at any
-    rate, so weights load across rates). With `output="features"` the dense
-    layer (after its dropout) is the output; with `output="log_softmax"` the
-    example's classifier follows, a dense layer of 10 and a log-softmax (the
-    encoder still gets no label: only the task's targets train it).
+    Its convolutions (ReLU, max pooling of 2x2 where the design has it),
+    dropout, a dense layer of `features` units (ReLU; default the design's:
+    128, or 50 for "pytorch_2018") and dropout again. `dropout` sets the two
+    rates (`dropout_rates`): True for the design's (0.25 and 0.5, or 0.5 and
+    0.5 with whole channels dropped for "pytorch_2018"), False for none, or a
+    pair of rates (the layers are there at any rate, so weights load across
+    rates). With `output="features"` the dense layer (after its dropout) is
+    the output; with `output="log_softmax"` the example's classifier follows,
+    a dense layer of 10 and a log-softmax (the encoder still gets no label:
+    only the task's targets train it).
     """
-    after_pooling, after_dense = dropout_rates(dropout)
+    design = encoder_design(encoder)
+    after_pooling, after_dense = dropout_rates(dropout, encoder)
     validation.one_of("output", output, ENCODER_OUTPUTS)
-    layers = [
-        keras.Input(tuple(image_shape)),
-        keras.layers.Conv2D(32, 3, activation="relu"),
-        keras.layers.Conv2D(64, 3, activation="relu"),
-        keras.layers.MaxPooling2D(2),
-        keras.layers.Dropout(after_pooling),
+    if features is None:
+        features = design.features
+    features = validation.positive_int("features", features)
+    image_shape = tuple(image_shape)
+    size = min(image_shape[:2])
+    layers = [keras.Input(image_shape)]
+    for filters, kernel, pooled in design.convolutions:
+        size = (size - kernel + 1) // (2 if pooled else 1)
+        layers.append(keras.layers.Conv2D(filters, kernel, activation="relu"))
+        if pooled:
+            layers.append(keras.layers.MaxPooling2D(2))
+    if size < 1:
+        raise validation.invalid(
+            "image_shape",
+            f"images large enough for the convolutions of {encoder!r}",
+            image_shape,
+        )
+    # Dropping after the pooling is dropping before it: both commute with
+    # the ReLU and with a max over the pooled window (the scale is positive).
+    drop = (
+        keras.layers.SpatialDropout2D
+        if design.channel_dropout
+        else keras.layers.Dropout
+    )
+    layers += [
+        drop(after_pooling),
         keras.layers.Flatten(),
         keras.layers.Dense(features, activation="relu"),
         keras.layers.Dropout(after_dense),
@@ -789,27 +889,29 @@ def sequence_model(
     task,
     image_shape,
     hidden=32,
-    features=128,
+    features=None,
     dropout=True,
     encoder_output="features",
+    encoder=DEFAULT_ENCODER,
 ):
     """The counting / addition model: encoder per image, then a recurrent head.
 
-    `encoder_output` is the encoder's `output` (`digit_encoder`): the head
-    reads `features` values per image, or 10 log-probabilities.
+    `encoder` is the design of the encoder (`digit_encoder`) and
+    `encoder_output` its `output`: the head reads `features` values per image
+    (default the design's width), or 10 log-probabilities.
 
-    Returns `(model, encoder, head)`: `model` maps images `(batch, steps,
+    Returns `(model, convnet, head)`: `model` maps images `(batch, steps,
     *image_shape)` of any number of steps to the output of `task`;
-    `encoder` and `head` are its two parts, sharing its weights, so that
+    `convnet` (the encoder) and `head` are its two parts, sharing its weights, so that
     `head(encoder(images))` gives the same outputs from images embedded once.
     """
     validation.one_of("encoder_output", encoder_output, ENCODER_OUTPUTS)
-    encoder = digit_encoder(image_shape, features, dropout, encoder_output)
-    size = encoder.compute_output_shape((None,) + tuple(image_shape))[-1]
+    convnet = digit_encoder(image_shape, features, dropout, encoder_output, encoder)
+    size = convnet.compute_output_shape((None,) + tuple(image_shape))[-1]
     head = recurrent_head(kind, task, size, hidden)
     images = keras.Input((None,) + tuple(image_shape), name="images")
-    outputs = head(ImageSequenceEncoder(encoder, name="per_image")(images))
-    return keras.Model(images, outputs, name=f"{kind}_{task}"), encoder, head
+    outputs = head(ImageSequenceEncoder(convnet, name="per_image")(images))
+    return keras.Model(images, outputs, name=f"{kind}_{task}"), convnet, head
 
 
 def parity_model(variant, canvas_shape, features=128, filters=(32, 64, 64)):

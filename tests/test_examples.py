@@ -122,7 +122,7 @@ def test_static_arithmetic_demo_trains_prints_and_exports(tmp_path):
 def test_experiments_reject_each_bad_argument(capsys, experiment, args, message):
     module = importlib.import_module(f"nalu_research.experiments.{experiment}")
     with pytest.raises(SystemExit) as exit_info:
-        module.parse_args(args)
+        module.main(args)  # parsing fails before any work
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
 

@@ -6,9 +6,9 @@ import pytest
 
 from keras_nalu.losses import NormalizedMeanSquaredError
 from nalu_research.experiments.mystery_arithmetic import (
+    MysteryArithmeticExperiment,
     build_model,
     loss_of,
-    parse_args,
 )
 from nalu_research.tasks.mystery import MysteryArithmetic
 from tests.processes import run_in_process, tensorboard_scalars
@@ -180,11 +180,13 @@ def test_the_nau_nmru_trains_on_the_normalized_mse_unless_told_otherwise():
 )
 def test_the_normalized_loss_needs_two_training_examples(argv, capsys):
     with pytest.raises(SystemExit):
-        parse_args(argv)
+        MysteryArithmeticExperiment().parse_args(argv)
     assert "--train-size must be at least 2 with the normalized loss" in (
         capsys.readouterr().err
     )
-    parse_args(["--models", "NAC", "--train-size", "1"])  # the MSE needs one
+    MysteryArithmeticExperiment().parse_args(
+        ["--models", "NAC", "--train-size", "1"]
+    )  # the MSE needs one
 
 
 def test_success_threshold_matches_the_analytic_value():

@@ -36,45 +36,18 @@ the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
     python examples/mystery_arithmetic.py
 """
 
-import argparse
 import time
 
 import keras
 import numpy as np
 
-from keras_nalu import (
-    INALU,
-    NAC,
-    NALU,
-    NAU,
-    NMRU,
-    NMU,
-    formulas,
-    snap_weights,
-)
+from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, formulas, snap_weights
 from keras_nalu.losses import NormalizedMeanSquaredError
-from keras_nalu.training import Progress, fit
-from nalu_research.cli import (
-    Checkpoints,
-    add_backend_argument,
-    add_training_arguments,
-    create_strategy,
-    is_chief,
-    positive_int,
-    report,
-    shuffled_epochs,
-)
-from nalu_research.monitoring import (
-    Evaluation,
-    add_output_arguments,
-    markdown_table,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.arguments import positive_int
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import Evaluation, markdown_table
 from nalu_research.tasks import SYMBOLS
+from nalu_research.tasks.batches import shuffled_epochs
 from nalu_research.tasks.first_contact import relative_error
 from nalu_research.tasks.mystery import MysteryArithmetic
 from nalu_research.tasks.static_arithmetic import describe_range
@@ -178,147 +151,186 @@ def test_errors(x, y, kinds):
     return Evaluation(evaluate)
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epochs", type=positive_int, default=250)
-    parser.add_argument("--batch-size", type=positive_int, default=32)
-    parser.add_argument("--train-size", type=positive_int, default=1000)
-    parser.add_argument("--test-size", type=positive_int, default=1000)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument(
-        "--division",
-        action="store_true",
-        help="add / to the operations, on "
-        f"{describe_range(DIVISION_TASK['train_range'])} for training and "
-        f"{describe_range(DIVISION_TASK['test_range'])} for testing",
-    )
-    parser.add_argument(
-        "--loss",
-        choices=LOSSES,
-        help="the loss of every model (default: the normalized MSE for "
-        "NAU-NMRU, the MSE for the others)",
-    )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        choices=MODELS,
-        default=list(BLOG_MODELS),
-        help="the models trained (default: the blog's, %(default)s)",
-    )
-    add_output_arguments(parser, "results/mystery_arithmetic.json")
-    add_training_arguments(parser, "mystery_arithmetic")
-    add_backend_argument(parser, "mystery_arithmetic")
-    args = parser.parse_args(argv)
-    if args.train_size < 2 and any(
-        loss_kind(model, args.loss) == "normalized" for model in args.models
-    ):
-        parser.error(
-            f"--train-size must be at least 2 with the normalized loss (it "
-            f"divides by the training targets' variances), got {args.train_size}"
+class MysteryArithmeticExperiment(Experiment):
+    """The "mystery arithmetic" task of the reference PyTorch walk-through."""
+
+    name = "mystery_arithmetic"
+    arguments = {"seed": 0, "epochs": 250, "batch_size": 32, "learning_rate": 1e-3}
+    record_path = "results/mystery_arithmetic.json"
+    plots = True
+    checkpoints = True
+    run_unit = "model"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--train-size", type=positive_int, default=1000)
+        parser.add_argument("--test-size", type=positive_int, default=1000)
+        parser.add_argument(
+            "--division",
+            action="store_true",
+            help="add / to the operations, on "
+            f"{describe_range(DIVISION_TASK['train_range'])} for training and "
+            f"{describe_range(DIVISION_TASK['test_range'])} for testing",
         )
-    args.png = png_path(args)
-    return args
+        parser.add_argument(
+            "--loss",
+            choices=LOSSES,
+            help="the loss of every model (default: the normalized MSE for "
+            "NAU-NMRU, the MSE for the others)",
+        )
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            choices=MODELS,
+            default=list(BLOG_MODELS),
+            help="the models trained (default: the blog's, %(default)s)",
+        )
 
+    def check_arguments(self, args, parser):
+        if args.train_size < 2 and any(
+            loss_kind(model, args.loss) == "normalized" for model in args.models
+        ):
+            parser.error(
+                f"--train-size must be at least 2 with the normalized loss (it "
+                f"divides by the training targets' variances), got {args.train_size}"
+            )
 
-def main(argv=None):
-    args = parse_args(argv)
-    strategy = create_strategy(args)
-    checkpoints = Checkpoints(args, strategy)
-    task = MysteryArithmetic(seed=args.seed, **(DIVISION_TASK if args.division else {}))
-    x_train, y_train = task.sample(args.train_size, "train", seed=(args.seed, 1))
-    x_test, y_test = task.sample(args.test_size, "test", seed=(args.seed, 2))
-    print("Outputs: " + ", ".join(task.describe()))
-    kinds = [op for _, _, op in task.configuration]
-    print(
-        f"Train on {args.train_size} examples from {describe_range(task.train_range)}"
-        f", test on {args.test_size} from {describe_range(task.test_range)}; "
-        f"{args.epochs} epochs "
-        f"of batches of {args.batch_size}, Adam lr {args.learning_rate:g}; Keras "
-        f"backend {keras.backend.backend()}.\n"
-    )
+    def prepare(self, args, session):
+        task = MysteryArithmetic(
+            seed=args.seed, **(DIVISION_TASK if args.division else {})
+        )
+        self.task = task
+        self.train_set = task.sample(args.train_size, "train", seed=(args.seed, 1))
+        self.test_set = task.sample(args.test_size, "test", seed=(args.seed, 2))
+        self.kinds = [op for _, _, op in task.configuration]
+        self.operations = sorted(set(self.kinds))
+        print("Outputs: " + ", ".join(task.describe()))
+        print(
+            f"Train on {args.train_size} examples from "
+            f"{describe_range(task.train_range)}, test on {args.test_size} from "
+            f"{describe_range(task.test_range)}; {args.epochs} epochs of batches "
+            f"of {args.batch_size}, Adam lr {args.learning_rate:g}; Keras "
+            f"backend {keras.backend.backend()}.\n"
+        )
 
-    ops_ = sorted(set(kinds))
-    batches = shuffled_epochs(x_train, y_train, args.batch_size, args.seed)
-    config = {k: getattr(args, k) for k in TRAINING_ARGUMENTS}
-    curves, rows = {}, []
-    steps = args.epochs * -(-args.train_size // args.batch_size)
-    exact = {}
-    progress = Progress(len(args.models), done=0, unit="model")
-    for name in args.models:
+    def runs(self, args):
+        return [(name,) for name in args.models]
+
+    def train(self, args, run, session):
+        (name,) = run
+        task, (x_train, y_train) = self.task, self.train_set
+        x_test, y_test = self.test_set
         print(f"{name}:", flush=True)
         start = time.perf_counter()
         keras.utils.set_random_seed(args.seed)
-        result = fit(
-            lambda name=name: build_model(name, task.input_size, steps),
-            batches,
+        steps = args.epochs * -(-args.train_size // args.batch_size)
+        config = {k: getattr(args, k) for k in TRAINING_ARGUMENTS}
+        result = session.fit(
+            name,
+            model_fn=lambda: build_model(name, task.input_size, steps),
+            data_fn=shuffled_epochs(x_train, y_train, args.batch_size, args.seed),
             loss=loss_of(name, args.loss, y_train),
-            optimizer_fn=lambda name=name: keras.optimizers.Adam(
+            optimizer_fn=lambda: keras.optimizers.Adam(
                 args.learning_rate, global_clipnorm=CLIPNORM.get(name)
             ),
             epochs=args.epochs,
-            strategy=strategy,
-            checkpoint_dir=checkpoints(name),
             config={**config, "model": name, "loss": loss_kind(name, args.loss)},
-            callbacks=[test_errors(x_test, y_test, kinds), *tensorboard(args, name)],
+            callbacks=[
+                test_errors(x_test, y_test, self.kinds),
+                *session.callbacks(name),
+            ],
         )
-        seconds = time.perf_counter() - start
-        report(result, name)
-        if name in PRODUCT_UNITS:
-            held_out = task.sample(args.test_size, "test", seed=(args.seed, 3))
-            exact[name] = snapped_formulas(
-                result.model, held_out, (x_test, y_test), task
-            )
         history = result.history
-        curves[name] = {
+        row = {
+            "model": name,
             "loss": history["loss"],
             "test_mse": history["test_mse"],
-            **{op: history[f"test_mse_{op}"] for op in ops_},
+            "test_mse_by_operation": {
+                op: history[f"test_mse_{op}"][-1] for op in self.operations
+            },
+            "curves": {op: history[f"test_mse_{op}"] for op in self.operations},
+            "seconds": time.perf_counter() - start,
+            "diverged": result.divergence,
         }
-        per_kind = {op: curves[name][op][-1] for op in ops_}
-        rows.append((name, curves[name], per_kind, seconds, result.divergence))
-        progress.update(
-            len(rows),
-            {"train loss": history["loss"][-1], "test MSE": history["test_mse"][-1]},
-            what=name + (", diverged" if result.divergence else ""),
-        )
+        if name in PRODUCT_UNITS:
+            held_out = task.sample(args.test_size, "test", seed=(args.seed, 3))
+            row["snapped"] = snapped_formulas(
+                result.model, held_out, self.test_set, task
+            )
+        return row
 
-    table = [
-        [
-            f"{name}{' (diverged)' if diverged else ''}",
-            f"{hist['loss'][-1]:.4g}",
-            f"{hist['test_mse'][-1]:.4g}",
-            *(f"{per_kind[op]:.4g}" for op in ops_),
+    def run_name(self, run, row):
+        return run[0] + (", diverged" if row["diverged"] else "")
+
+    def progress(self, row):
+        return {"train loss": row["loss"][-1], "test MSE": row["test_mse"][-1]}
+
+    def report(self, args, rows):
+        task, (_, y_test) = self.task, self.test_set
+        table = [
+            [
+                f"{row['model']}{' (diverged)' if row['diverged'] else ''}",
+                f"{row['loss'][-1]:.4g}",
+                f"{row['test_mse'][-1]:.4g}",
+                *(f"{row['test_mse_by_operation'][op]:.4g}" for op in self.operations),
+            ]
+            for row in rows
         ]
-        for name, hist, per_kind, _, diverged in rows
-    ]
-    header = ["model", "train loss", "test MSE"]
-    header += [f"test MSE of {SYMBOLS[op]} outputs" for op in ops_]
-    print("\n" + "\n".join(markdown_table(header, table)))
-    threshold = task.success_threshold()
-    print(
-        f"\nSolved means a test MSE within 1% of {threshold:.3g}, that of a "
-        "solution whose weights are each off by 1e-5 (simulated): "
-        + ", ".join(
-            f"{name} {'yes' if hist['test_mse'][-1] <= 1.01 * threshold else 'no'}"
-            for name, hist, _, _, _ in rows
+        header = ["model", "train loss", "test MSE"]
+        header += [f"test MSE of {SYMBOLS[op]} outputs" for op in self.operations]
+        print("\n" + "\n".join(markdown_table(header, table)))
+        threshold = task.success_threshold()
+        print(
+            f"\nSolved means a test MSE within 1% of {threshold:.3g}, that of a "
+            "solution whose weights are each off by 1e-5 (simulated): "
+            + ", ".join(
+                f"{row['model']} "
+                f"{'yes' if row['test_mse'][-1] <= 1.01 * threshold else 'no'}"
+                for row in rows
+            )
+            + "."
         )
-        + "."
-    )
-    for name, found in exact.items():
-        print(f"\n{name} snapped to exact weights: {found['verdict']}")
-        if found["formulas"]:
+        for row in rows:
+            if "snapped" not in row:
+                continue
+            found = row["snapped"]
+            print(f"\n{row['model']} snapped to exact weights: {found['verdict']}")
+            if not found["formulas"]:
+                continue
             pairs = zip(found["formulas"], task.describe(), strict=True)
             for formula, target in pairs:
                 print(f"  {formula:24s} (task: {target})")
-    print(
-        f"For scale: the test targets have variance {float(y_test.var()):.4g}; "
-        "predicting 0 everywhere gives test MSE "
-        f"{float(np.square(y_test).mean()):.4g}."
-    )
-    if is_chief(strategy):
-        write_outputs(curves, rows, ops_, task, args, exact)
-    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
+        print(
+            f"For scale: the test targets have variance {float(y_test.var()):.4g}; "
+            "predicting 0 everywhere gives test MSE "
+            f"{float(np.square(y_test).mean()):.4g}."
+        )
+
+    def record(self, args, rows):
+        keys = ("loss", "test_mse", "test_mse_by_operation", "seconds", "diverged")
+        return {
+            "outputs": self.task.describe(),
+            "models": {row["model"]: {k: row[k] for k in keys} for row in rows},
+            "snapped": {r["model"]: r["snapped"] for r in rows if "snapped" in r},
+        }
+
+    def plot(self, args, rows, plt):
+        task = self.task
+        panels = [
+            ("loss", f"training loss, {describe_range(task.train_range)}"),
+            ("test_mse", f"test MSE, {describe_range(task.test_range)}"),
+        ]
+        panels += [(op, f"test MSE of {SYMBOLS[op]} outputs") for op in self.operations]
+        fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))
+        for ax, (key, title) in zip(axes, panels, strict=True):
+            for row in rows:
+                curve = row["curves"][key] if key in row["curves"] else row[key]
+                ax.plot(range(1, len(curve) + 1), curve, label=row["model"])
+            ax.set_yscale("log")
+            ax.set_xlabel("epoch")
+            ax.set_title(title, fontsize=10)
+        axes[0].legend()
+        fig.tight_layout()
+        return fig
 
 
 # `snap_weights` keeps the snapped model if it does no worse than the trained
@@ -353,44 +365,5 @@ def snapped_formulas(model, held_out, test, task):
     }
 
 
-def write_outputs(curves, rows, ops_, task, args, exact):
-    """The loss curves as a PNG and every model's results as JSON."""
-    plt = pyplot()
-    panels = [
-        ("loss", f"training loss, {describe_range(task.train_range)}"),
-        ("test_mse", f"test MSE, {describe_range(task.test_range)}"),
-    ]
-    panels += [(op, f"test MSE of {SYMBOLS[op]} outputs") for op in ops_]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))
-    for ax, (key, title) in zip(axes, panels, strict=True):
-        for name, hist in curves.items():
-            ax.plot(range(1, len(hist[key]) + 1), hist[key], label=name)
-        ax.set_yscale("log")
-        ax.set_xlabel("epoch")
-        ax.set_title(title, fontsize=10)
-    axes[0].legend()
-    fig.tight_layout()
-    save_png(fig, args.png)
-    save_json(
-        {
-            "arguments": vars(args),
-            "outputs": task.describe(),
-            "models": {
-                name: {
-                    "loss": hist["loss"],
-                    "test_mse": hist["test_mse"],
-                    "test_mse_by_operation": per_kind,
-                    "seconds": s,
-                    "diverged": diverged,
-                }
-                for name, hist, per_kind, s, diverged in rows
-            },
-            "snapped": exact,
-        },
-        args.json,
-    )
-    print(f"Wrote {args.png} and {args.json}.")
-
-
-if __name__ == "__main__":
-    main()
+def main(argv=None):
+    return MysteryArithmeticExperiment().main(argv)

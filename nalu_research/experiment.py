@@ -1,0 +1,367 @@
+"""The experiment skeleton: the workflow every experiment shares, written once.
+
+An experiment is a subclass of `Experiment` that supplies only its parts:
+
+    class Mystery(Experiment):
+        '''The "mystery arithmetic" task ... (the first paragraph is its
+        --help description).'''
+
+        name = "mystery_arithmetic"             # backend, checkpoints, record
+        arguments = {"seed": 0, "epochs": 250,  # shared ones, with defaults
+                     "learning_rate": 1e-3}
+
+        def add_arguments(self, parser): ...    # its own arguments
+        def prepare(self, args, session): ...   # its task and data
+        def runs(self, args): ...               # the runs: (model, seed)...
+        def train(self, args, run, session): ...# one run -> its row(s)
+        def report(self, args, rows): ...       # its table, printed
+        def record(self, args, rows): ...       # what its record adds
+        def plot(self, args, rows, plt): ...    # its figure, or None
+        def exports(self, args, rows): ...      # models to export and serve
+
+    def main(argv=None):
+        return Mystery().main(argv)
+
+and `Experiment.main` does the rest, in this order (`Experiment.main`): parse
+the shared and own arguments (each shared one declared once, in
+`nalu_research.arguments`, with its type), create the strategy (before
+TensorFlow runs anything), train every run of `runs` with a progress line
+per run and its checkpoint folder (`Session.checkpoint`), print the table,
+then under the chief write the record (`record_of`: command, commit, backend,
+library versions, arguments, seeds, budget, every run's row, times, and what
+`record` adds) and the plot, export and serve (`nalu_research.serving`,
+written once), and finally delete the runs' checkpoints (or keep them, with
+`--keep-checkpoint`).
+
+Why a base class with hooks, not a function taking callbacks: the parts of
+one experiment share its task and data (`prepare` keeps them on `self`), and
+a base class is how Keras's own families share a workflow (keras-hub's
+`Task` owns compile defaults, presets and saving; a task supplies its
+backbone and preprocessor). A hook an experiment does not need keeps the
+default here, which does nothing or the common thing.
+
+What an experiment declares decides which shared groups it has:
+`arguments` (the shared arguments), `record_path` (`--json` and `--png`;
+None: no record), `checkpoints` (`--strategy`, `--checkpoint-dir`,
+`--keep-checkpoint`, `--tensorboard`, and `--checkpoint-every` with
+`checkpoint_every`), `export_path` (`--export-dir` and `--no-export`).
+"""
+
+import argparse
+import dataclasses
+import datetime
+import importlib.metadata
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import keras
+
+from keras_nalu.training import Progress, fit
+from nalu_research import arguments as shared
+from nalu_research import runs
+from nalu_research.monitoring import (
+    add_output_arguments,
+    png_path,
+    pyplot,
+    save_json,
+    save_png,
+    tensorboard,
+)
+from nalu_research.serving import can_export, export_and_serve
+
+# The packages whose versions a record carries.
+VERSIONED = ("keras", "tensorflow", "jax", "torch", "numpy")
+
+
+@dataclasses.dataclass
+class Session:
+    """What the skeleton gives an experiment's parts for one script run.
+
+    Attributes:
+        args: The parsed arguments.
+        strategy: The `tf.distribute` strategy of `--strategy`, or None (the
+            default strategy off TensorFlow; or no checkpoints group).
+        checkpoints: The runs' checkpoint folders (`runs.Checkpoints`), or
+            None when the experiment has no checkpoints group.
+    """
+
+    args: argparse.Namespace
+    strategy: Any = None
+    checkpoints: Any = None
+
+    @property
+    def chief(self):
+        """Whether this process writes the run's files."""
+        return runs.is_chief(self.strategy)
+
+    def checkpoint(self, *parts):
+        """The checkpoint folder of the run named by `parts` (removed, or
+        kept, when the script finishes)."""
+        return self.checkpoints(*parts)
+
+    def callbacks(self, *parts):
+        """The callbacks every run adds last: TensorBoard's, with
+        `--tensorboard DIR`, in DIR/parts."""
+        if getattr(self.args, "tensorboard", None) is None:
+            return []
+        return tensorboard(self.args, *parts)
+
+    def fit(self, *parts, what=None, continued_by=None, per_epoch=1, **kwargs):
+        """`keras_nalu.training.fit(**kwargs)` for the run named by `parts`:
+        on the session's strategy, checkpointed in its folder, its resume or
+        divergence reported (`what` names it, default the parts), and a kept
+        checkpoint holding more than asked an error on `continued_by` (e.g.
+        "--steps", `per_epoch` of them an epoch)."""
+        folder = self.checkpoint(*parts)
+        with runs.exits_on_longer_checkpoint(continued_by or "--epochs", folder,
+                                             per_epoch):  # fmt: skip
+            result = fit(strategy=self.strategy, checkpoint_dir=folder, **kwargs)
+        runs.report(result, what or ", ".join(map(str, parts)))
+        return result
+
+
+class Experiment:
+    """The base class of an experiment: the shared workflow (`main`), the
+    parts an experiment overrides (see the module's docstring).
+
+    Class attributes:
+        name: The experiment's name: its key in
+            `nalu_research.backends.DEFAULTS`, its checkpoint folder
+            (results/checkpoints/NAME) and record's name.
+        arguments: The shared arguments it takes, `{name: default}` (names
+            of `nalu_research.arguments.SHARED`; a default may be a
+            `nalu_research.arguments.Shared` with its own help).
+        record_path: Default of `--json` (`--png` beside it), or None for
+            an experiment that writes no record.
+        plots: Whether it draws a plot (`--png`, needs matplotlib).
+        checkpoints: Whether it trains with checkpoints (the group of
+            `nalu_research.arguments.add_training_arguments`).
+        checkpoint_every: Default of `--checkpoint-every` (steps an epoch),
+            for an experiment trained in steps; None: no such option.
+        continued_by: The option that, given more, continues a kept run.
+        export_path: Default of `--export-dir`, or None: no export.
+        run_unit: What one run is called on the progress line.
+    """
+
+    name: ClassVar[str] = ""
+    arguments: ClassVar[dict[str, Any]] = {}
+    record_path: ClassVar[str | None] = None
+    plots: ClassVar[bool] = False
+    checkpoints: ClassVar[bool] = False
+    checkpoint_every: ClassVar[int | None] = None
+    continued_by: ClassVar[str | None] = None
+    export_path: ClassVar[str | None] = None
+    run_unit: ClassVar[str] = "run"
+
+    # ---- The parts an experiment supplies. ----
+
+    def add_arguments(self, parser):
+        """Adds the experiment's own arguments to `parser`."""
+
+    def check_arguments(self, args, parser):
+        """Checks what one argument's type cannot (e.g. two that exclude
+        each other), calling `parser.error`."""
+
+    def prepare(self, args, session):
+        """Makes the task and data the runs share (kept on `self`) and
+        prints what the runs are; called once, after the strategy."""
+
+    def runs(self, args):
+        """The runs, in order: each a tuple that names one (e.g. `(model,
+        seed)`), passed to `train`. Default: one run, `()`."""
+        return [()]
+
+    def train(self, args, run, session):
+        """Trains the run `run` and returns its row (a dict of JSON-able
+        figures) or a list of rows (an engine that trains several seeds
+        at once)."""
+        raise NotImplementedError(f"{type(self).__name__} does not train")
+
+    def progress(self, row):
+        """What the progress line after a run shows of its last row."""
+        return {}
+
+    def run_name(self, run, row):
+        """How the progress line after the run `run` names it (its last row
+        `row`), e.g. "NAC" or "NAC, diverged"."""
+        return ", ".join(str(part) for part in run) if run else None
+
+    def report(self, args, rows):
+        """Prints the results of all the runs (the table)."""
+
+    def record(self, args, rows):
+        """What the record adds to `record_of`'s fields (e.g. the paper's
+        table beside ours); its keys win."""
+        return {}
+
+    def plot(self, args, rows, plt):
+        """The figure of the results (a matplotlib figure), or None."""
+        return None
+
+    def exports(self, args, rows):
+        """The models to export and serve (`nalu_research.serving.Export`)."""
+        return []
+
+    def served(self, args, served):
+        """Prints what `export_and_serve` served (`{name: {"path",
+        "served"}}`); returns what the record keeps of it."""
+        return served
+
+    def finish(self, args, rows):
+        """Last words after the files are written (e.g. a hint)."""
+
+    # ---- The workflow. ----
+
+    def parser(self):
+        """The argument parser: the experiment's description, its own
+        arguments, then the shared groups it declares."""
+        doc = type(self).__doc__ or sys.modules[type(self).__module__].__doc__ or ""
+        parser = argparse.ArgumentParser(
+            description=doc.split("\n\n")[0],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        self.add_arguments(parser)
+        shared.add_shared(parser, self.arguments)
+        if self.record_path is not None:
+            add_output_arguments(parser, self.record_path)
+        if self.export_path is not None:
+            parser.add_argument(
+                "--export-dir",
+                type=shared.SHARED["export_dir"]["type"],
+                default=self.export_path,
+                help=f"where the SavedModels go (default {self.export_path})",
+            )
+            parser.add_argument(
+                "--no-export", action="store_true", help="export nothing"
+            )
+        if self.checkpoints:
+            shared.add_training_arguments(
+                parser,
+                self.name,
+                checkpoint_every=self.checkpoint_every,
+                continued_by=self.continued_by,
+            )
+        shared.add_backend_argument(parser, self.name)
+        return parser
+
+    def parse_args(self, argv=None):
+        """The checked arguments of `argv` (default `sys.argv[1:]`)."""
+        parser = self.parser()
+        args = parser.parse_args(argv)
+        self.check_arguments(args, parser)
+        if self.record_path is not None and self.plots:
+            args.png = png_path(args)
+        return args
+
+    def main(self, argv=None):
+        """Runs the experiment on the command line `argv`."""
+        args = self.parse_args(argv)
+        started = time.perf_counter()
+        session = Session(args)
+        if self.checkpoints:
+            session.strategy = runs.create_strategy(args)
+            session.checkpoints = runs.Checkpoints(args, session.strategy)
+        self.prepare(args, session)
+        planned = list(self.runs(args))
+        progress = Progress(len(planned), done=0, unit=self.run_unit)
+        rows = []
+        for done, run in enumerate(planned, 1):
+            row = self.train(args, run, session)
+            rows.extend(row if isinstance(row, list) else [row])
+            if len(planned) > 1:
+                progress.update(
+                    done, self.progress(rows[-1]), what=self.run_name(run, rows[-1])
+                )
+        self.report(args, rows)
+        seconds = time.perf_counter() - started
+        if session.chief:
+            self.write(args, rows, seconds)
+        if session.checkpoints is not None:
+            session.checkpoints.remove()  # done: no longer needed
+        self.finish(args, rows)
+        return 0
+
+    def write(self, args, rows, seconds):
+        """The chief's files: the record and plot, then the exports."""
+        served = None
+        exports = (
+            self.exports(args, rows)
+            if self.export_path is not None and not args.no_export
+            else []
+        )
+        if exports and can_export(f"the {self.name} models"):
+            served = self.served(args, export_and_serve(exports, args.export_dir))
+        if self.record_path is None:
+            return
+        fields = self.record(args, rows)
+        if served is not None:
+            fields.setdefault("served", served)
+        save_json(record_of(self, args, rows, seconds, fields), args.json)
+        if self.plots:
+            figure = self.plot(args, rows, pyplot())
+            if figure is not None:
+                save_png(figure, args.png)
+                print(f"Wrote {args.png} and {args.json}.")
+                return
+        print(f"Wrote {args.json}.")
+
+
+def record_of(experiment, args, rows, seconds, fields=None):
+    """The record of a script run: what re-runs it and what it measured.
+
+    `command` (the example and its arguments), `commit` (git's, with
+    `+changes` when the tree had uncommitted changes), `backend`, `versions`
+    (Python, the platform and `VERSIONED` packages), `arguments` (every
+    parsed argument), `seeds` and the budget (the arguments of those
+    names), `runs` (every row), `seconds` (the wall time) and `finished`
+    (UTC), then `fields`, which win.
+    """
+    arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    budget = ("steps", "epochs", "iterations", "updates", "batch_size")
+    seeds = ("seed", "seeds", "first_seed", "runs")
+    return {
+        "experiment": experiment.name,
+        "command": [f"examples/{experiment.name}.py", *sys.argv[1:]],
+        "commit": commit(),
+        "backend": keras.backend.backend(),
+        "versions": versions(),
+        "arguments": arguments,
+        "seeds": {k: arguments[k] for k in seeds if k in arguments},
+        "budget": {k: arguments[k] for k in budget if k in arguments},
+        "runs": rows,
+        "seconds": seconds,
+        "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **(fields or {}),
+    }
+
+
+def commit():
+    """The git commit of this checkout (`+changes` when the tree differs
+    from it), or None outside a git checkout."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*command):
+        return subprocess.run(
+            ["git", *command], cwd=root, capture_output=True, text=True, check=False
+        )
+
+    head = git("rev-parse", "HEAD")
+    if head.returncode != 0:
+        return None
+    changed = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    return head.stdout.strip() + ("+changes" if changed else "")
+
+
+def versions():
+    """`{package: version}` of Python, the machine and `VERSIONED`."""
+    found = {"python": platform.python_version(), "machine": platform.machine()}
+    for package in VERSIONED:
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return found

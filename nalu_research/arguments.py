@@ -307,3 +307,13 @@ def add_training_arguments(
             default=checkpoint_every,
             help="steps per epoch, checkpointed after each (default %(default)s)",
         )
+
+
+def check_eval_every(args, parser):
+    """Refuses `--eval-every` above `--steps` (no evaluation would come), for
+    an experiment's `check_arguments`."""
+    if args.eval_every > args.steps:
+        parser.error(
+            f"--eval-every must be at most --steps ({args.steps}), "
+            f"got {args.eval_every}"
+        )

@@ -100,8 +100,9 @@ class Session:
 
     def checkpoint(self, *parts):
         """The checkpoint folder of the run named by `parts` (removed, or
-        kept, when the script finishes)."""
-        return self.checkpoints(*parts)
+        kept, when the script finishes); None in a session without
+        checkpoints (e.g. a test's `Session(args)`: `fit` then keeps none)."""
+        return None if self.checkpoints is None else self.checkpoints(*parts)
 
     def callbacks(self, *parts):
         """The callbacks every run adds last: TensorBoard's, with
@@ -136,7 +137,9 @@ class Experiment:
             of `nalu_research.arguments.SHARED`; a default may be a
             `nalu_research.arguments.Shared` with its own help).
         record_path: Default of `--json` (`--png` beside it), or None for
-            an experiment that writes no record.
+            an experiment that writes no record; `""`: a record only when
+            `--json` is given. Fields in braces are arguments, filled in
+            after parsing (`"results/x_{task}.json"`); so in `export_path`.
         plots: Whether it draws a plot (`--png`, needs matplotlib).
         checkpoints: Whether it trains with checkpoints (the group of
             `nalu_research.arguments.add_training_arguments`).
@@ -214,6 +217,11 @@ class Experiment:
     def finish(self, args, rows):
         """Last words after the files are written (e.g. a hint)."""
 
+    def elapsed(self):
+        """Seconds since `main` parsed the arguments: what a part reports as
+        the script's time so far (e.g. "Trained in 12 s." in `report`)."""
+        return time.perf_counter() - self.started
+
     # ---- The workflow. ----
 
     def parser(self):
@@ -227,12 +235,18 @@ class Experiment:
         self.add_arguments(parser)
         shared.add_shared(parser, self.arguments)
         if self.record_path is not None:
-            add_output_arguments(parser, self.record_path)
+            later = not self.record_path or "{" in self.record_path
+            add_output_arguments(
+                parser,
+                None if later else self.record_path,
+                shown_default=self.record_path or "none: no record",
+                plot=self.plots,
+            )
         if self.export_path is not None:
             parser.add_argument(
                 "--export-dir",
                 type=shared.SHARED["export_dir"]["type"],
-                default=self.export_path,
+                default=None if "{" in self.export_path else self.export_path,
                 help=f"where the SavedModels go (default {self.export_path})",
             )
             parser.add_argument(
@@ -253,14 +267,18 @@ class Experiment:
         parser = self.parser()
         args = parser.parse_args(argv)
         self.check_arguments(args, parser)
-        if self.record_path is not None and self.plots:
+        if self.record_path and args.json is None:  # a default naming arguments
+            args.json = Path(self.record_path.format(**vars(args)))
+        if self.export_path is not None and args.export_dir is None:
+            args.export_dir = self.export_path.format(**vars(args))
+        if self.plots and getattr(args, "json", None) is not None:
             args.png = png_path(args)
         return args
 
     def main(self, argv=None):
         """Runs the experiment on the command line `argv`."""
         args = self.parse_args(argv)
-        started = time.perf_counter()
+        started = self.started = time.perf_counter()
         session = Session(args)
         if self.checkpoints:
             session.strategy = runs.create_strategy(args)
@@ -272,7 +290,7 @@ class Experiment:
         for done, run in enumerate(planned, 1):
             row = self.train(args, run, session)
             rows.extend(row if isinstance(row, list) else [row])
-            if len(planned) > 1:
+            if len(planned) > 1 or run:  # a lone run `()` has no line
                 progress.update(
                     done, self.progress(rows[-1]), what=self.run_name(run, rows[-1])
                 )
@@ -295,8 +313,8 @@ class Experiment:
         )
         if exports and can_export(f"the {self.name} models"):
             served = self.served(args, export_and_serve(exports, args.export_dir))
-        if self.record_path is None:
-            return
+        if getattr(args, "json", None) is None:
+            return  # no record (none, or not asked for)
         fields = self.record(args, rows)
         if served is not None:
             fields.setdefault("served", served)
@@ -341,7 +359,8 @@ def record_of(experiment, args, rows, seconds, fields=None):
 
 def commit():
     """The git commit of this checkout (`+changes` when the tree differs
-    from it), or None outside a git checkout."""
+    from it), or None outside a git checkout (or where git is not installed,
+    e.g. the GPU machine of `make gpu-check`)."""
     root = Path(__file__).resolve().parents[1]
 
     def git(*command):
@@ -349,7 +368,10 @@ def commit():
             ["git", *command], cwd=root, capture_output=True, text=True, check=False
         )
 
-    head = git("rev-parse", "HEAD")
+    try:
+        head = git("rev-parse", "HEAD")
+    except OSError:  # no git
+        return None
     if head.returncode != 0:
         return None
     changed = git("status", "--porcelain", "--untracked-files=no").stdout.strip()

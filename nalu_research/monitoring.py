@@ -28,9 +28,12 @@ INSTALL_RESEARCH = (
 )
 
 
-def add_output_arguments(parser, json_default, what="results", shown_default=None):
-    """Adds `--json` and `--png` (default: beside the JSON, with the suffix
-    .png; `png_path`) to `parser`; either refuses an existing folder.
+def add_output_arguments(
+    parser, json_default, what="results", shown_default=None, plot=True
+):
+    """Adds `--json` and, with `plot`, `--png` (default: beside the JSON,
+    with the suffix .png; `png_path`) to `parser`; either refuses an
+    existing folder.
 
     `json_default` is the default path of `--json`, or `None` when the script
     computes it after parsing, which `shown_default` then names in `--help`
@@ -43,6 +46,8 @@ def add_output_arguments(parser, json_default, what="results", shown_default=Non
         default=None if json_default is None else Path(json_default),
         help=f"the {what} as JSON (default {shown_default or json_default})",
     )
+    if not plot:
+        return
     parser.add_argument(
         "--png",
         type=output_file,

@@ -5,12 +5,17 @@ pair of slices, its own initial weights and its own stream of fresh batches, and
 the models of all seeds train side by side along a leading seed axis.
 
 One source of truth: the engine reads everything a layer defines from the
-layer. A seed's initial weights are those of the Keras layers themselves
-(`keras_nalu.NAU`, ..., `keras.layers.Dense` for the MLPs), built with their
-default initializers drawing from `keras.random.SeedGenerator(seed)`; the
-clipping after each update is the layers' own weight constraint; the penalty
-schedules, `epsilon` and iNALU's threshold are the layers' defaults; the math is
-`keras_nalu.ops` (the functions the layers call); and the optimizer is
+layer. A benchmark resolves its model once (`EngineModel`): its configured
+layers, one per position (`keras_nalu.NAU`, ..., or a user's registered
+unit, with the benchmark's layer options; `keras.layers.Dense` for the
+MLPs), and every part of the engine reads those layers: the math is each
+unit's `math` on the runs' stacked weights, the penalty its `penalty` on
+its `penalty_schedule`, the sparsity error its `effective_weights` against
+its `exact_values`, and a run's Keras model (`keras_model`) is a copy of
+them. A seed's initial weights are those of a copy of the layers built for
+that seed, every random initializer the layers create their weights with
+drawing from one `keras.random.SeedGenerator(seed)`; the clipping after
+each update is the layers' own weight constraint; and the optimizer is
 `keras.optimizers.Adam` (its learning rate a number or a Keras
 learning-rate schedule), whose update is elementwise, so each seed's slice of a
 stacked weight trains exactly as it would alone, and a seed that diverges to
@@ -21,17 +26,20 @@ statelessly), compiled by the backend's own compiler: `jax.jit`,
 `tf.function(jit_compile=True)` (XLA), or eagerly on torch. The batches are
 drawn inside the compiled loop by a counter-based hash of `(run, step,
 element)` (`counter_uniform`), so a run's stream depends only on its seed and
-operation and on the step, never on the runs beside it, and a resumed run
+target and on the step, never on the runs beside it, and a resumed run
 draws the same batches. `StaticBenchmark.run` checkpoints through
 `keras_nalu.checkpoints.Checkpoint`, the mechanism `keras_nalu.training.fit`
-uses; on jax and torch nothing here imports TensorFlow.
+uses, with its resume policy (`Checkpoint.load_for`); on jax and torch
+nothing here imports TensorFlow.
 """
 
 import argparse
-import functools
+import contextlib
+import inspect
 import json
 import logging
 import time
+import zlib
 
 import keras
 import numpy as np
@@ -43,7 +51,11 @@ from keras_nalu.checkpoints import Checkpoint
 from keras_nalu.gradients import compiled, value_and_grad
 from keras_nalu.initializers import NMUUniform
 from nalu_research.tasks.metrics import paper_scale, sparsity_error, success_threshold
-from nalu_research.tasks.static_arithmetic import OPERATIONS, StaticArithmetic
+from nalu_research.tasks.static_arithmetic import (
+    TARGETS,
+    StaticArithmetic,
+    parse_target,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -151,38 +163,11 @@ def _invalid_model(model):
     )
 
 
-@functools.cache
-def layer_defaults(kind):
-    """An unbuilt unit of the name `kind` with every argument at its default.
-
-    The engine applies its math (`math`, `penalty`, its schedule) to the
-    stacked weights, so a change of a layer's default changes the engine
-    too.
-    """
-    return unit_class(kind)(1)
-
-
-def layer_settings(kind, options=None):
-    """The unbuilt unit of the name `kind` whose math the engine applies: the
-    layer's defaults (`layer_defaults`), changed by `options[kind]`, a dict of
-    constructor arguments (e.g. `{"nmru": {"sign_retrieval": True}}`).
-
-    Built once per kind and arguments (JSON ones; cached): the layer
-    validates its arguments then, and every later use reads the same layer.
-    """
-    changes = (options or {}).get(kind)
-    if not changes:
-        return layer_defaults(kind)
-    try:
-        key = json.dumps(changes, sort_keys=True)
-    except TypeError:  # e.g. an initializer object: built on every call
-        return unit_class(kind)(1, **changes)
-    return _configured(kind, key)
-
-
-@functools.cache
-def _configured(kind, changes):
-    return unit_class(kind)(1, **json.loads(changes))
+def configured_unit(kind, units, options=None):
+    """A new unit of the name `kind` with `units` outputs, its defaults
+    changed by `options[kind]`, a dict of constructor arguments (e.g.
+    `{"nmru": {"sign_retrieval": True}}`): the layer checks them here."""
+    return unit_class(kind)(units, **(options or {}).get(kind, {}))
 
 
 def _check_options(options):
@@ -193,189 +178,250 @@ def _check_options(options):
     if not ok:
         raise ValueError(
             "Received an invalid value for `layer_options`, expected None or "
-            f"{{kind: {{argument: value}}}} with kinds of {tuple(LAYERS)}. "
-            f"Received: layer_options={options!r}"
+            f"{{kind: {{argument: value}}}} with kinds of {tuple(LAYERS)} or "
+            f"registered 'package>Name'. Received: layer_options={options!r}"
         )
-    for kind in options or {}:
-        layer_settings(kind, options)  # the layer validates its arguments
     return options
 
 
-def _reconfigured(layer, **changes):
-    """A new layer of `layer`'s class and config, with `changes`."""
-    return type(layer).from_config({**layer.get_config(), **changes})
+@contextlib.contextmanager
+def _drawing_from(layer, generator):
+    """While it lasts, every initializer that draws at random (one with a
+    `seed`: Keras's random initializers and their subclasses) which `layer`
+    passes to its `add_weight`, whatever argument or code made it, draws
+    from `generator` instead: weight after weight, in the order the layer
+    creates them. (Keras's default initializer of a float weight,
+    `"glorot_uniform"`, included.)"""
+    add_weight = layer.add_weight
+    signature = inspect.signature(add_weight)
 
-
-def _seeded(layer, generator):
-    """`layer` (unbuilt) with every random initializer drawing from `generator`."""
-    changes = {}
-    for key, value in layer.get_config().items():
-        if key.endswith("_initializer"):
-            initializer = keras.initializers.get(value)
+    def seeded(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        arguments = bound.arguments
+        initializer = arguments.get("initializer")
+        dtype = arguments.get("dtype")
+        if initializer is None and (dtype is None or "float" in str(dtype)):
+            initializer = "glorot_uniform"  # add_weight's default
+        if isinstance(initializer, (str, dict)):
+            initializer = keras.initializers.get(initializer)
+        if isinstance(initializer, keras.initializers.Initializer):
             config = initializer.get_config()
-            if "seed" in config:  # Keras's random initializers
+            if "seed" in config:
                 config["seed"] = generator
-                changes[key] = type(initializer).from_config(config)
-    return _reconfigured(layer, **changes)
+                arguments["initializer"] = type(initializer).from_config(config)
+        return add_weight(*bound.args, **bound.kwargs)
+
+    layer.add_weight = seeded
+    try:
+        yield
+    finally:
+        del layer.add_weight
 
 
-def keras_layers(model, input_size, seed=None, nmu_center=None, options=None):
-    """The Keras layers of `model`, built for `input_size` input features.
-
-    A unit model's layers are its units (`unit_kinds`) with their defaults
-    changed by `options[kind]` (constructor arguments, see `layer_settings`),
-    an MLP's two `keras.layers.Dense` with theirs (`forward` applies the
-    activation between them). With `nmu_center`, kernels drawn by
-    `keras_nalu.initializers.NMUUniform` (the NMU's and NMRU's) are drawn
-    by `NMUUniform(center=nmu_center)`. With `seed`, the
-    layers' initializers all draw from one `keras.random.SeedGenerator(seed)`,
-    weight after weight in the order the layers create them, so the weights
-    depend on the seed alone.
-
-    Returns the list of built layers, input to output.
-    """
-    kinds = unit_kinds(model)
-    if kinds is not None:
-        layers = []
-        sizes = (HIDDEN,) * (len(kinds) - 1) + (1,)
-        for kind, units in zip(kinds, sizes, strict=True):
-            layer = unit_class(kind)(units, **(options or {}).get(kind, {}))
-            initializer = getattr(layer, "kernel_initializer", None)
-            if nmu_center is not None and isinstance(initializer, NMUUniform):
-                center = NMUUniform(center=nmu_center)
-                layer = _reconfigured(layer, kernel_initializer=center)
-            layers.append(layer)
-    else:
-        layers = [keras.layers.Dense(HIDDEN), keras.layers.Dense(1)]
-    if seed is not None:
-        generator = keras.random.SeedGenerator(seed)
-        layers = [_seeded(layer, generator) for layer in layers]
-    hidden = 2 * HIDDEN if model == "crelu" else HIDDEN
-    widths = (input_size,) + (hidden,) * (len(layers) - 1)
-    for layer, width in zip(layers, widths, strict=True):
-        layer.build((None, width))
-    return layers
-
-
-def keras_model(model, params, index, input_size, options=None):
-    """Run `index` of the stacked weights `params` of the unit model `model`,
-    as a `keras.Sequential` of the package's layers (`keras_layers`)."""
-    if unit_kinds(model) is None:
-        raise ValueError(
-            "keras_model builds the unit models, not "
-            f"the MLP {model!r} (its activation sits between its layers)."
-        )
-    layers = keras_layers(model, input_size, options=options)
-    for name, weight in layer_weights(layers).items():
-        weight.assign(ops.convert_to_numpy(params[name])[index])
-    return keras.Sequential([keras.Input((input_size,)), *layers])
-
-
-def layer_weights(layers):
-    """`{f"{name}_{i}": weight}`: the trainable weights of layer `i` of `layers`."""
-    return {
-        f"{weight.name}_{i}": weight
-        for i, layer in enumerate(layers)
-        for weight in layer.trainable_weights
-    }
-
-
-def _initial_weights(model, seeds, input_size, nmu_center, options=None):
-    """`{name: weight}` of `keras_layers(model, input_size, seed, nmu_center,
-    options)` for each distinct seed of `seeds`, by seed."""
-    return {
-        seed: layer_weights(keras_layers(model, input_size, seed, nmu_center, options))
-        for seed in dict.fromkeys(seeds)
-    }
-
-
-def init_params(model, seeds, input_size, nmu_center=None):
-    """Initial weights of `model` for each seed of `seeds`, stacked on axis 0.
-
-    Seed `s`'s are those of `keras_layers(model, input_size, s, nmu_center)`:
-    the Keras layers' own default initializers (the units' and Keras's),
-    drawn from that seed alone. Returns a dict of float32 arrays.
-    """
-    seeds = list(seeds)
-    weights = _initial_weights(model, seeds, input_size, nmu_center)
-    names = weights[seeds[0]]
-    return {
-        name: np.stack([ops.convert_to_numpy(weights[s][name]) for s in seeds])
-        for name in names
-    }
-
-
-def _layer_params(params, layer):
+def _layer_weights(weights, layer):
     """`{name: weight}` of layer `layer`, from the stacked `{f"{name}_{layer}":
-    weight}` of `params`."""
+    weight}` of `weights`."""
     suffix = f"_{layer}"
     return {
         name.removesuffix(suffix): value
-        for name, value in params.items()
+        for name, value in weights.items()
         if name.endswith(suffix) and name.rsplit("_", 1)[1] == str(layer)
     }
 
 
-def forward(model, params, x, options=None, training=False):
-    """Outputs `(seeds, batch, 1)` of `model` for inputs `(seeds, batch, in)`,
-    its layers changed by `options` (see `layer_settings`), in training mode
-    or not (as the layers' `training` argument): each unit's own `math`
-    (`keras_nalu.ArithmeticUnit`) on its stacked weights."""
-    kinds = unit_kinds(model)
-    if kinds is not None:
-        h = x
-        for layer, kind in enumerate(kinds):
-            unit = layer_settings(kind, options)
-            h = unit.math(h, _layer_params(params, layer), training)
-        return h
-    h = ops.add(nalu_ops.matmul(x, params["kernel_0"]), params["bias_0"][:, None, :])
-    if model == "crelu":
-        h = ops.concatenate([ops.relu(h), ops.relu(-h)], axis=-1)
-    else:
-        h = keras.activations.get(model)(h)
-    return ops.add(nalu_ops.matmul(h, params["kernel_1"]), params["bias_1"][:, None, :])
+class EngineModel:
+    """A model of the engine, resolved once: its layers, configured, one per
+    position, which every part of the engine reads.
+
+    A unit model's layers are its units (`unit_kinds`), each made by
+    `configured_unit` (its defaults changed by `layer_options`) and, with
+    `nmu_center`, a kernel initializer `keras_nalu.initializers.NMUUniform`
+    (the NMU's and NMRU's) replaced by `NMUUniform(center=nmu_center)`; an
+    MLP's are two `keras.layers.Dense`, with its activation between them.
+    They are built once, for the model's widths; the runs' weights live
+    apart, stacked along a leading run axis (`initial_weights`), and the
+    methods apply the layers' own `math`, `penalty`, `penalty_schedule`,
+    `effective_weights` and `exact_values` to them.
+
+    Args:
+        model: One of `MODELS`, or a model of any units (`unit_kinds`):
+            `"nau-npu"`, `"single-npu"`, `"nau-my_units>Cube"`.
+        input_size: Input features.
+        layer_options: `{kind: {argument: value}}`, constructor arguments
+            that change the layers of these kinds from their defaults, e.g.
+            `{"nmru": {"sign_retrieval": True}}`.
+        nmu_center: Center of the NMU and NMRU kernels' initial range, or
+            None for the layers' own initializer.
+
+    Attributes:
+        name: `model`.
+        kinds: The units' names, input to output, or None for an MLP.
+        layers: The configured layers, input to output.
+        schedules: `{layer: (strength, start, end)}`, the penalty schedule of
+            each layer that has one.
+    """
+
+    def __init__(self, model, input_size, layer_options=None, nmu_center=None):
+        self.kinds = unit_kinds(model)  # raises for an unknown model
+        self.name = model
+        input_size = validation.positive_int("input_size", input_size)
+        _check_options(layer_options)
+        for kind in layer_options or {}:
+            if kind not in (self.kinds or ()):
+                configured_unit(kind, 1, layer_options)  # checks its arguments
+        if self.kinds is None:
+            layers = [keras.layers.Dense(HIDDEN), keras.layers.Dense(1)]
+        else:
+            sizes = (HIDDEN,) * (len(self.kinds) - 1) + (1,)
+            layers = [
+                configured_unit(kind, units, layer_options)
+                for kind, units in zip(self.kinds, sizes, strict=True)
+            ]
+        if nmu_center is not None:
+            center = NMUUniform(center=nmu_center)  # checks it
+            layers = [
+                _copy(layer, kernel_initializer=center)
+                if isinstance(getattr(layer, "kernel_initializer", None), NMUUniform)
+                else layer
+                for layer in layers
+            ]
+        hidden = 2 * HIDDEN if model == "crelu" else HIDDEN
+        self.widths = (input_size,) + (hidden,) * (len(layers) - 1)
+        for layer, width in zip(layers, self.widths, strict=True):
+            layer.build((None, width))
+        self.layers = tuple(layers)
+        self.schedules = {
+            i: schedule
+            for i, layer in enumerate(self.layers)
+            if (schedule := getattr(layer, "penalty_schedule", None)) is not None
+        }
+
+    def build(self, seed=None):
+        """New copies of the layers, built: with `seed`, every random
+        initializer of theirs draws from one `keras.random.SeedGenerator(seed)`,
+        weight after weight in the order the layers create them (whatever
+        argument, if any, gave the initializer), so the weights depend on
+        the seed alone."""
+        generator = None if seed is None else keras.random.SeedGenerator(seed)
+        built = []
+        for layer, width in zip(self.layers, self.widths, strict=True):
+            layer = _copy(layer)
+            with (
+                contextlib.nullcontext()
+                if generator is None
+                else _drawing_from(layer, generator)
+            ):
+                layer.build((None, width))
+            built.append(layer)
+        return built
+
+    @staticmethod
+    def weights(layers):
+        """`{f"{name}_{i}": weight}`: the weights of layer `i` of `layers`
+        that its math reads (a unit's `unit_weights()`: trainable or not,
+        but its penalty's step counter)."""
+        return {
+            f"{weight.name}_{i}": weight
+            for i, layer in enumerate(layers)
+            for weight in (
+                layer.unit_weights()
+                if isinstance(layer, ArithmeticUnit)
+                else {w.name: w for w in layer.weights}
+            ).values()
+        }
+
+    def initial_weights(self, seeds):
+        """The initial weights of the runs of `seeds`, stacked on axis 0:
+        `({name: array}, {name: weight})`, the second the weights of the
+        first seed's layers (their `trainable` and `constraint`). Seed `s`'s
+        are those of `build(s)`, built once per distinct seed."""
+        seeds = list(seeds)
+        drawn = {seed: self.weights(self.build(seed)) for seed in dict.fromkeys(seeds)}
+        like = drawn[seeds[0]]
+        values = {
+            name: np.stack([ops.convert_to_numpy(drawn[s][name]) for s in seeds])
+            for name in like
+        }
+        return values, like
+
+    def forward(self, weights, x, training=False):
+        """Outputs `(runs, batch, 1)` for inputs `(runs, batch, in)` and the
+        stacked `weights` (`{f"{name}_{layer}": (runs, ...)}`), in training
+        mode or not (the layers' `training` argument): each unit's `math`."""
+        if self.kinds is not None:
+            h = x
+            for i, unit in enumerate(self.layers):
+                h = unit.math(h, _layer_weights(weights, i), training)
+            return h
+        h = ops.add(
+            nalu_ops.matmul(x, weights["kernel_0"]), weights["bias_0"][:, None, :]
+        )
+        if self.name == "crelu":
+            h = ops.concatenate([ops.relu(h), ops.relu(-h)], axis=-1)
+        else:
+            h = keras.activations.get(self.name)(h)
+        return ops.add(
+            nalu_ops.matmul(h, weights["kernel_1"]), weights["bias_1"][:, None, :]
+        )
+
+    def layer_penalty(self, weights, layer):
+        """Layer `layer`'s penalty per run, `(runs,)` (its `penalty`), or
+        None for a layer without one."""
+        if self.kinds is None:
+            return None
+        return self.layers[layer].penalty(_layer_weights(weights, layer))
+
+    def penalty(self, weights):
+        """The sum over layers of each layer's penalty, per run: shape
+        `(runs,)` (0 for models without one)."""
+        total = 0.0
+        for layer in range(len(self.layers)):
+            one = self.layer_penalty(weights, layer)
+            if one is not None:
+                total += one
+        return total
+
+    def sparsity(self, weights):
+        """Per run, the sparsity error (`tasks.sparsity_error`) of the first
+        layer's effective kernel against that unit's own exact values
+        (`effective_weights()["kernel"]`, `exact_values["kernel"]`), or None
+        for an MLP or a unit without them."""
+        first = self.layers[0]
+        values = getattr(first, "exact_values", {}).get("kernel")
+        if self.kinds is None or values is None:
+            return None
+        kernel = first.effective_weights(_layer_weights(weights, 0)).get("kernel")
+        if kernel is None:
+            return None
+        return [sparsity_error(w, values) for w in ops.convert_to_numpy(kernel)]
+
+    def keras_model(self, weights, index):
+        """Run `index` of the stacked `weights` as a `keras.Sequential` of
+        copies of the layers (a unit model's: an MLP's activation sits
+        between its layers)."""
+        if self.kinds is None:
+            raise ValueError(
+                "keras_model builds the unit models, not "
+                f"the MLP {self.name!r} (its activation sits between its layers)."
+            )
+        layers = self.build()
+        for name, weight in self.weights(layers).items():
+            weight.assign(ops.convert_to_numpy(weights[name])[index])
+        return keras.Sequential([keras.Input((self.widths[0],)), *layers])
 
 
-def layer_penalty(model, params, layer, options=None):
-    """Layer `layer`'s penalty per seed, `(seeds,)`, as the layer computes it
-    (its `penalty`), or None for layers without one."""
-    kinds = unit_kinds(model)
-    if kinds is None:
-        return None
-    unit = layer_settings(kinds[layer], options)
-    return unit.penalty(_layer_params(params, layer))
+def _copy(layer, **changes):
+    """A new, unbuilt layer of `layer`'s class and config, with `changes`."""
+    return type(layer).from_config({**layer.get_config(), **changes})
 
 
-def penalty(model, params):
-    """The sum over layers of each layer's penalty, per seed: shape `(seeds,)`
-    (0 for models without one)."""
-    total = 0.0
-    for layer in range(len(unit_kinds(model) or ())):
-        one = layer_penalty(model, params, layer)
-        if one is not None:
-            total += one
-    return total
-
-
-def schedules(model, options=None):
-    """`{layer: (strength, start, end)}`: the penalty schedule of each layer
-    of `model` that has one (`penalty_schedule`), its default or as
-    `options` set it (see `layer_settings`)."""
-    return {
-        layer: schedule
-        for layer, kind in enumerate(unit_kinds(model) or ())
-        if (schedule := layer_settings(kind, options).penalty_schedule) is not None
-    }
-
-
-def first_layer_weight(model, params):
-    """The first layer's effective kernel per seed (its `effective_weights`),
-    or None for an MLP."""
-    kinds = unit_kinds(model)
-    if kinds is None:
-        return None
-    unit = layer_defaults(kinds[0])
-    return unit.effective_weights(_layer_params(params, 0)).get("kernel")
+def forward(model, params, x, training=False):
+    """Outputs `(runs, batch, 1)` of `model`, an `EngineModel` or a model's
+    name (its layers at their defaults), for inputs `(runs, batch, in)` and
+    stacked weights `params` (`EngineModel.forward`)."""
+    if not isinstance(model, EngineModel):
+        model = EngineModel(model, x.shape[-1])
+    return model.forward(params, x, training)
 
 
 # |initial split| below which lay the stuck and late runs of the anchor, in
@@ -418,7 +464,7 @@ def set_initial_splits(bench, targets):
 
 
 def _nau_kernel(bench):
-    if (unit_kinds(bench.model) or (None,))[0] != "nau" or HIDDEN != 2:
+    if (bench.engine_model.kinds or (None,))[0] != "nau" or HIDDEN != 2:
         raise ValueError(
             "Received an invalid value for `bench`, expected a benchmark whose "
             "first layer is a two-unit NAU (e.g. model 'nmu'). Received: a "
@@ -488,6 +534,19 @@ def counter_uniform(streams, step, shape, low, high):
     return ops.reshape(x, (-1, *shape))
 
 
+def _stream(seed, target):
+    """The id of the batch stream of the run `(target, seed)` (an int32).
+
+    The paper's operations keep the ids they had when they were the only
+    targets, `seed * 6 + i` for the `i`-th of `TARGETS`; any other target
+    (an expression) takes a negative id hashed from its name and the seed,
+    apart from those.
+    """
+    if target in TARGETS:
+        return seed * len(TARGETS) + list(TARGETS).index(target)
+    return -1 - zlib.crc32(f"{target}\0{seed}".encode()) % 2**31
+
+
 def _schedule(value):
     ok = isinstance(value, (tuple, list)) and len(value) == 3
     if ok:
@@ -534,13 +593,17 @@ class StaticBenchmark:
     Each pair is a run of its own: seed `s` fixes the task's slices, the
     initial weights and the batch stream, and a run's results do not depend
     on which other runs share the program (tested; up to float rounding, as
-    batched kernels of other shapes round differently).
+    batched kernels of other shapes round differently). The model is
+    resolved once, into `engine_model` (an `EngineModel`: its configured
+    layers), which every step, evaluation and export reads.
 
     Args:
         model: One of `MODELS`, or a model of any units (`unit_kinds`):
             `"nau-npu"`, `"single-npu"`, `"nau-my_units>Cube"`.
-        operations: Operations of the task ("add", "sub", "mul", "div",
-            "square", "sqrt"), or one of them as a string.
+        operations: The targets of the task, each a name of
+            `nalu_research.tasks.static_arithmetic.TARGETS` ("add", "sub",
+            "mul", "div", "square", "sqrt") or an expression of the inputs
+            `a` and `b` ("2*a - b"; `parse_target`), or one as a string.
         seeds: Sequence of integer seeds, each run for every operation.
         batch_size: Fresh examples per step and run.
         learning_rate: Adam's learning rate (`keras.optimizers.Adam`, its
@@ -552,19 +615,19 @@ class StaticBenchmark:
             extrapolation test sets.
         regularization: `(strength, start, end)` of the units' penalty
             schedule, for every layer with one; `"default"` for each layer's
-            own default (`schedules(model)`), or None for no penalty. Ignored
-            by models without one.
+            own default (`EngineModel.schedules`), or None for no penalty.
+            Ignored by models without one.
         nmu_center: Center of the NMU and NMRU kernels' initial range
             (`keras_nalu.initializers.NMUUniform`), or None for the layers'
             default initializer.
         layer_options: `{kind: {argument: value}}`, constructor arguments
             that change the layers of these kinds from their defaults (see
-            `layer_settings`), e.g. `{"nmru": {"sign_retrieval": True}}`.
+            `EngineModel`), e.g. `{"nmru": {"sign_retrieval": True}}`.
         clipnorm: Largest L2 norm of each run's gradient (over all its
             weights, as PyTorch's `clip_grad_norm_` of one model), or None.
         threshold: The extrapolation MSE below which a run counts as solved,
             or None for Madsen & Johansen's simulated threshold of each
-            operation (`nalu_research.tasks.success_threshold`).
+            target (`nalu_research.tasks.success_threshold`).
         adam_epsilon: Adam's `epsilon`, or None for Keras's default (1e-7;
             PyTorch's Adam, which Madsen & Johansen's code uses, has 1e-8).
         task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
@@ -590,9 +653,12 @@ class StaticBenchmark:
     ):
         unit_kinds(model)  # raises for an unknown model
         self.model = model
+        operations = [operations] if isinstance(operations, str) else operations
+        targets = [parse_target(op, "operation") for op in operations]
         self._config = {
             "model": model,
-            "operations": operations,
+            # Names, as before targets were expressions: checkpoints resume.
+            "operations": [t.name for t in targets],
             "seeds": list(seeds),
             "batch_size": batch_size,
             "learning_rate": _serialized_rate(learning_rate),
@@ -618,7 +684,7 @@ class StaticBenchmark:
             if clipnorm is None
             else validation.positive_float("clipnorm", clipnorm)
         )
-        operations = [operations] if isinstance(operations, str) else list(operations)
+        operations = [t.name for t in targets]
         seeds = [validation.non_negative_int("seeds", s) for s in seeds]
         if not operations or not seeds:
             raise ValueError(
@@ -628,19 +694,21 @@ class StaticBenchmark:
         self.batch_size = validation.positive_int("batch_size", batch_size)
         self.learning_rate = _learning_rate(learning_rate)
         eval_size = validation.positive_int("eval_size", eval_size)
-        self.schedules = schedules(model, self.layer_options)
-        if regularization is None:
-            self.schedules = {}
-        elif regularization != "default":
-            schedule = _schedule(regularization)
-            self.schedules = dict.fromkeys(self.schedules, schedule)
-        if nmu_center is not None:
-            NMUUniform(center=nmu_center)  # validates it
+        # The tasks fix the input size, then the model is resolved, once.
         self.runs = [(op, seed) for op in operations for seed in seeds]
         self.tasks = [
             StaticArithmetic(op, seed=seed, **task_kwargs) for op, seed in self.runs
         ]
         self.input_size = self.tasks[0].input_size
+        self.engine_model = EngineModel(
+            model, self.input_size, self.layer_options, nmu_center
+        )
+        self.schedules = dict(self.engine_model.schedules)
+        if regularization is None:
+            self.schedules = {}
+        elif regularization != "default":
+            schedule = _schedule(regularization)
+            self.schedules = dict.fromkeys(self.schedules, schedule)
         if np.ndim(self.tasks[0].interpolation_range) != 1:
             raise ValueError(
                 "Received an invalid value for `interpolation_range`, expected "
@@ -659,34 +727,38 @@ class StaticBenchmark:
             masks[i, task.a_slice, 0] = 1.0
             masks[i, task.b_slice, 1] = 1.0
         self._masks = ops.convert_to_tensor(masks)
-        op_index = [list(OPERATIONS).index(op) for op, _ in self.runs]
-        self._op_one_hot = ops.one_hot(np.array(op_index), len(OPERATIONS))[:, None, :]
-        # A run's batch stream is keyed by its own (seed, operation) alone.
+        # Each run's target, picked in the graph among the paper's six and
+        # the benchmark's others. (All six, as when they were the only
+        # targets: XLA then compiles the program it compiled before, and a
+        # run repeats its earlier results to the bit; on jax, computing only
+        # the runs' own targets fused the step otherwise.)
+        names = list(dict.fromkeys([*TARGETS, *operations]))
+        self._targets_used = [parse_target(name) for name in names]
+        index = [names.index(op) for op, _ in self.runs]
+        self._op_one_hot = ops.one_hot(np.array(index), len(names))[:, None, :]
+        # A run's batch stream is keyed by its own (seed, target) alone.
         self._streams = ops.convert_to_tensor(
-            np.array(
-                [
-                    seed * len(OPERATIONS) + i
-                    for (_, seed), i in zip(self.runs, op_index, strict=True)
-                ],
-                "int32",
-            )
+            np.array([_stream(seed, op) for op, seed in self.runs], "int32")
         )
         self.test_sets = {
             split: self._test_set(split, eval_size)
             for split in ("interpolation", "extrapolation")
         }
-        # Each weight stacks the runs' Keras-initialized weights and keeps the
-        # layer's constraint (NAU, NMU, NMRU: clipping to [low, high]), which
-        # the optimizer applies after every update, as it does for the layer.
-        run_seeds = [seed for _, seed in self.runs]
-        initial = _initial_weights(
-            model, run_seeds, self.input_size, nmu_center, self.layer_options
+        # Each trainable weight stacks the runs' Keras-initialized weights and
+        # keeps the layer's constraint (NAU, NMU, NMRU: clipping to [low,
+        # high]), which the optimizer applies after every update, as it does
+        # for the layer. A weight the layers do not train stays as drawn, a
+        # constant of the program (`constants`), passed to `math` as well.
+        initial, like = self.engine_model.initial_weights(
+            [seed for _, seed in self.runs]
         )
-        self.params = {}
-        for name, weight in initial[run_seeds[0]].items():
-            values = [ops.convert_to_numpy(initial[s][name]) for s in run_seeds]
-            self.params[name] = keras.Variable(np.stack(values), name=name)
-            self.params[name].constraint = weight.constraint
+        self.params, self.constants = {}, {}
+        for name, weight in like.items():
+            if weight.trainable:
+                self.params[name] = keras.Variable(initial[name], name=name)
+                self.params[name].constraint = weight.constraint
+            else:
+                self.constants[name] = ops.convert_to_tensor(initial[name])
         # Keras's Adam updates elementwise, so each run's slice of a stacked
         # weight moves exactly as it would alone. No `clipnorm` or
         # `global_clipnorm`: their norms would span the runs of a weight (clip
@@ -723,8 +795,10 @@ class StaticBenchmark:
     def _targets(self, x):
         ab = nalu_ops.matmul(x, self._masks)  # (runs, batch, 2): a and b
         a, b = ab[..., :1], ab[..., 1:]
-        every = ops.concatenate([f(a, b) for f in OPERATIONS.values()], axis=-1)
-        # Select by `where`, not by multiplying: the other operations may be
+        every = ops.concatenate(
+            [target.keras(a, b) for target in self._targets_used], axis=-1
+        )
+        # Select by `where`, not by multiplying: the other targets may be
         # NaN on signed inputs (sqrt) and NaN * 0 is NaN.
         chosen = ops.where(self._op_one_hot > 0, every, ops.zeros_like(every))
         return ops.sum(chosen, axis=-1, keepdims=True)
@@ -753,14 +827,13 @@ class StaticBenchmark:
         """Each run's loss `(runs,)` on batch `step`: its MSE plus its layers'
         scheduled penalties, each weighted `strength * ramp(step, start, end)`."""
         x, y = self._batch(step)
-        error = forward(self.model, params, x, self.layer_options, training=True) - y
+        weights = {**self.constants, **params}
+        error = self.engine_model.forward(weights, x, training=True) - y
         loss = ops.mean(ops.square(error), axis=(1, 2))
         for layer, (strength, start, end) in self.schedules.items():
             if strength > 0:  # as the layers: no penalty term at strength 0
                 weight = strength * nalu_ops.ramp(step, start, end)
-                loss += weight * layer_penalty(
-                    self.model, params, layer, self.layer_options
-                )
+                loss += weight * self.engine_model.layer_penalty(weights, layer)
         return loss
 
     def _total_loss(self, params, step):
@@ -823,13 +896,18 @@ class StaticBenchmark:
         return self.step
 
     def _mse(self, params):
+        weights = {**self.constants, **params}
         return {
             split: ops.mean(
-                ops.square(forward(self.model, params, x, self.layer_options) - y),
-                axis=(1, 2),
+                ops.square(self.engine_model.forward(weights, x) - y), axis=(1, 2)
             )
             for split, (x, y) in self.test_sets.items()
         }
+
+    def _weights(self):
+        """`{name: value}` of every weight the layers' math reads: the
+        current trained ones and the constants."""
+        return {**self.constants, **{k: v.value for k, v in self.params.items()}}
 
     def _evaluated(self):
         """`{split: per-run MSE}` of the current weights, as NumPy arrays."""
@@ -838,18 +916,13 @@ class StaticBenchmark:
 
     def _restore(self, checkpoint, config):
         """Restores `checkpoint` if it was written for `config`; returns its
-        JSON state, or None (no checkpoint, or one of another configuration:
-        training starts afresh)."""
-        saved = checkpoint.load()
+        JSON state, or None (no checkpoint, or one of another configuration
+        that was not kept: training starts afresh). The resume policy is
+        `keras_nalu.checkpoints.Checkpoint.load_for`'s, that of `fit`."""
+        saved = checkpoint.load_for(config)
         if saved is None:
             return None
         values, _, state = saved
-        if state["config"] != config:
-            logger.warning(
-                "The checkpoint %s is from another configuration: starting afresh.",
-                checkpoint.path,
-            )
-            return None
         layout = [(tuple(v.shape), str(v.dtype)) for v in self._variables]
         found = [(v.shape, str(v.dtype)) for v in values]
         if found != layout:
@@ -879,7 +952,9 @@ class StaticBenchmark:
         file, replaced atomically), and a later call with the same benchmark
         and arguments resumes from it: every batch is drawn from its step, so
         the result is that of an uninterrupted run. A checkpoint of another
-        configuration is ignored (a warning is logged) and replaced.
+        configuration is ignored (a warning is logged) and replaced, unless
+        it was kept (`keras_nalu.checkpoints.Checkpoint.keep`): then it is
+        refused (`Checkpoint.load_for`, the policy of `fit`).
 
         Returns a dict: `history` (iteration, per-run MSEs and first-layer
         sparsity error at every evaluation), `seconds` (training time, after
@@ -888,7 +963,8 @@ class StaticBenchmark:
 
         Raises:
             ValueError: the checkpoint has this configuration but not this
-                benchmark's variables.
+                benchmark's variables, or it is a kept checkpoint of another
+                configuration.
         """
         iterations = validation.positive_int("iterations", iterations)
         eval_every = validation.positive_int("eval_every", eval_every)
@@ -912,14 +988,11 @@ class StaticBenchmark:
             ]
         while True:
             if saved is None or done > history[-1]["iteration"]:
-                w = first_layer_weight(self.model, self.params)
                 history.append(
                     {
                         "iteration": done,
                         **self._evaluated(),
-                        "sparsity": None
-                        if w is None
-                        else [sparsity_error(one) for one in ops.convert_to_numpy(w)],
+                        "sparsity": self.engine_model.sparsity(self._weights()),
                     }
                 )
                 if on_eval is not None:
@@ -958,10 +1031,10 @@ class StaticBenchmark:
         }
 
     def keras_model(self, index):
-        """Run `index`'s model with its current weights (`keras_model`)."""
-        return keras_model(
-            self.model, self.params, index, self.input_size, self.layer_options
-        )
+        """Run `index`'s model with its current weights, as a
+        `keras.Sequential` of copies of the configured layers
+        (`EngineModel.keras_model`)."""
+        return self.engine_model.keras_model(self._weights(), index)
 
     def exact_formulas(self, size=1000):
         """Per run, the formula of its model snapped to exact weights
@@ -969,7 +1042,7 @@ class StaticBenchmark:
         `size` fresh held-out and extrapolation examples of the run's task,
         drawn apart from the test sets), or None where snapping is refused
         (the run did not learn exact arithmetic) or for MLPs."""
-        if unit_kinds(self.model) is None:
+        if self.engine_model.kinds is None:
             return [None] * len(self.runs)
         positive = min(np.ravel(self.tasks[0].interpolation_range)) >= 0
         found = []

@@ -33,7 +33,8 @@ class Export:
             its key in what `export_and_serve` returns.
         model: The Keras model.
         inputs: What the fresh process serves it (an array; strings for a
-            model that reads text).
+            model that reads text; a list of arrays for a model of several
+            inputs).
         sample: The input its export is verified on (default `inputs`).
     """
 
@@ -95,15 +96,22 @@ def listed(value):
         return np.vectorize(lambda b: b.decode())(value).tolist()
     return value.tolist()
 
+def tensor(x):
+    if np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float32)
+    return tf.constant(x)
+
 inputs = np.load(sys.argv[1])
 paths = json.loads(sys.argv[2])
 out = {}
 for i, path in enumerate(paths):
-    x = inputs[f"x{i}"]
-    if np.issubdtype(x.dtype, np.floating):
-        x = x.astype(np.float32)
+    if f"x{i}" in inputs.files:
+        x = tensor(inputs[f"x{i}"])
+    else:  # a model of several inputs: x{i}_0, x{i}_1, ...
+        x = [tensor(inputs[f"x{i}_{j}"]) for j in range(len(inputs.files))
+             if f"x{i}_{j}" in inputs.files]
     model = tf.saved_model.load(path)  # referenced while it serves
-    result = model.serve(tf.constant(x))
+    result = model.serve(x)
     if isinstance(result, dict):
         out[path] = {k: listed(v) for k, v in result.items()}
     else:
@@ -114,22 +122,48 @@ print(json.dumps(out))
 
 
 def serve_in_fresh_process(inputs):
-    """`{path: outputs}`: each SavedModel of `inputs` (`{path: array}`)
-    loaded by `tf.saved_model.load` and served its array, in a new Python
-    process that imports TensorFlow alone."""
+    """`{path: outputs}`: each SavedModel of `inputs` (`{path: array}`, or
+    `{path: [array, ...]}` for a model of several inputs) loaded by
+    `tf.saved_model.load` and served its array(s), in a new Python process
+    that imports TensorFlow alone (`in_fresh_process`)."""
     paths = list(inputs)
+    arrays = {}
+    for i, path in enumerate(paths):
+        if isinstance(inputs[path], (list, tuple)):
+            arrays.update({f"x{i}_{j}": x for j, x in enumerate(inputs[path])})
+        else:
+            arrays[f"x{i}"] = inputs[path]
     with tempfile.TemporaryDirectory() as folder:
-        arrays = Path(folder) / "inputs.npz"
-        np.savez(
-            arrays, **{f"x{i}": np.asarray(inputs[p]) for i, p in enumerate(paths)}
-        )
-        result = subprocess.run(
-            [sys.executable, "-c", _SERVE, str(arrays), json.dumps(paths)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-            check=False,
-        )
+        np.savez(Path(folder) / "inputs.npz", **arrays)
+        return in_fresh_process(_SERVE, Path(folder) / "inputs.npz", json.dumps(paths))
+
+
+# Put first in the fresh process's code: keras_nalu and nalu_research cannot
+# be imported there, as on a server that has TensorFlow alone.
+_WITHOUT_PACKAGE = """
+import sys
+
+class _WithoutPackage:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("keras_nalu", "nalu_research"):
+            raise ImportError(name + " must not be imported when serving")
+
+sys.meta_path.insert(0, _WithoutPackage())
+"""
+
+
+def in_fresh_process(code, *argv):
+    """Runs the Python `code` in a new process (its `sys.argv[1:]` the texts
+    of `argv`) in which `keras_nalu` and `nalu_research` cannot be imported,
+    as on a server with TensorFlow alone; returns the JSON it prints last.
+    Raises `RuntimeError`, with the end of its error output, if it fails."""
+    result = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PACKAGE + code, *map(str, argv)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        check=False,
+    )
     if result.returncode != 0:
-        raise RuntimeError(f"serving failed:\n{result.stderr[-2000:]}")
+        raise RuntimeError(f"the fresh process failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])

@@ -1,5 +1,5 @@
 """`examples/anchor_split.py`: the controlled run of the anchor's stuck seeds
-(its full run is in docs/units_anchor_split.json)."""
+(its full run is in docs/experiments/units-benchmark/units_anchor_split.json)."""
 
 import json
 

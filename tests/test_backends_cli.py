@@ -11,7 +11,7 @@ from pathlib import Path
 import keras
 import pytest
 
-from nalu_research import backends, cli
+from nalu_research import backends, runs
 from tests.processes import run_in_process
 
 pytestmark = [pytest.mark.research, pytest.mark.processes]
@@ -162,7 +162,7 @@ def test_help_lists_the_backend_and_its_default(name, tmp_path):
 def test_a_distribution_strategy_needs_the_tensorflow_backend(monkeypatch, capsys):
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
     with pytest.raises(SystemExit) as exit_:
-        cli.create_strategy(argparse.Namespace(strategy="mirrored"))
+        runs.create_strategy(argparse.Namespace(strategy="mirrored"))
     assert exit_.value.code == 2
     error = capsys.readouterr().err
     assert "argument --strategy" in error and "tensorflow backend" in error

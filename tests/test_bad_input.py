@@ -24,7 +24,7 @@ from nalu_research.experiments import (
     static_arithmetic,
 )
 from nalu_research.layers import CheckedTokens
-from nalu_research.tasks import mnist
+from nalu_research.models import mnist
 from nalu_research.tasks.number_words import encode
 from nalu_research.tasks.program_evaluation import TOKENS
 from tests.test_export import serve_models_in_fresh_process
@@ -510,7 +510,7 @@ def test_an_example_refuses_an_output_it_cannot_write_before_training(
 ):
     (tmp_path / "file").write_text("")
     with pytest.raises(SystemExit) as exit_:
-        demo.parse_args([flag, str(tmp_path / "file" / "out")])
+        demo.Demo().parse_args([flag, str(tmp_path / "file" / "out")])
     assert exit_.value.code == 2
     error = capsys.readouterr().err
     assert f"argument {flag}: cannot write" in error

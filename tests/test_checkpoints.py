@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from keras_nalu.checkpoints import FILENAME, KEPT, Checkpoint
+from keras_nalu.validation import InvalidValueError
 
 pytestmark = pytest.mark.backends
 
@@ -100,6 +101,75 @@ def test_a_kept_checkpoint_is_marked_until_removed(tmp_path):
     checkpoint.keep()
     (folder / FILENAME).unlink()
     assert not checkpoint.kept and (folder / KEPT).is_file()
+
+
+# `load_for` is the resume policy of `training.fit` (argument
+# "checkpoint_dir") and of the seed-batched engine ("checkpoint"): the same
+# for both, named after each caller's argument.
+CALLERS = ["checkpoint_dir", "checkpoint"]
+
+
+@pytest.mark.parametrize("argument", CALLERS)
+def test_load_for_resumes_only_a_checkpoint_of_its_config(tmp_path, argument):
+    checkpoint = Checkpoint(tmp_path / "run", argument=argument)
+    assert checkpoint.load_for("a") is None  # none yet
+    checkpoint.save([np.arange(2.0)], {"config": "a", "step": 5})
+    values, named, state = checkpoint.load_for("a")
+    assert values[0].tolist() == [0.0, 1.0] and named == {} and state["step"] == 5
+
+
+@pytest.mark.parametrize("argument", CALLERS)
+def test_load_for_starts_afresh_over_another_config_with_a_warning(
+    tmp_path, argument, caplog
+):
+    checkpoint = Checkpoint(tmp_path, argument=argument)
+    checkpoint.save([np.ones(1)], {"config": "a"})
+    with caplog.at_level("WARNING", logger="keras_nalu.checkpoints"):
+        assert checkpoint.load_for("b") is None
+    (record,) = caplog.records
+    assert record.levelname == "WARNING" and record.name == "keras_nalu.checkpoints"
+    assert record.getMessage() == (
+        f"The checkpoint {tmp_path / FILENAME} is from another configuration: "
+        "starting afresh (it will be replaced)."
+    )
+    assert checkpoint.load()[2] == {"config": "a"}  # left for the run to replace
+
+
+@pytest.mark.parametrize("argument", CALLERS)
+def test_load_for_refuses_a_kept_checkpoint_of_another_config(tmp_path, argument):
+    checkpoint = Checkpoint(tmp_path, argument=argument)
+    checkpoint.save([np.ones(1)], {"config": "a"})
+    checkpoint.keep()
+    with pytest.raises(InvalidValueError) as error:
+        checkpoint.load_for("b")
+    assert error.value.name == argument and error.value.value == str(tmp_path)
+    assert str(error.value).startswith(
+        f"Received an invalid value for `{argument}`, expected a folder without "
+        "a kept checkpoint of another configuration"
+    )
+    # Its own config resumes it, kept or not, as `load` reads it.
+    assert checkpoint.load_for("a")[2] == {"config": "a"}
+
+
+def test_load_for_counts_a_state_without_config_as_another(tmp_path, caplog):
+    checkpoint = Checkpoint(tmp_path)
+    checkpoint.save([np.ones(1)], {"epoch": 1})  # no "config"
+    assert checkpoint.load_for("a") is None
+    assert "from another configuration" in caplog.text
+    checkpoint.keep()
+    with pytest.raises(InvalidValueError, match="`checkpoint_dir`"):
+        checkpoint.load_for("a")
+
+
+def test_load_for_refuses_what_load_refuses(tmp_path):
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "checkpoint").write_text('model_checkpoint_path: "ckpt-3"\n')
+    with pytest.raises(ValueError, match="TensorFlow's format"):
+        Checkpoint(tmp_path / "old").load_for("a")
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / FILENAME).write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="is not a keras_nalu checkpoint"):
+        Checkpoint(tmp_path / "torn").load_for("a")
 
 
 def test_a_tensorflow_checkpoint_of_an_earlier_version_is_refused(tmp_path):

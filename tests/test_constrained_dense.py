@@ -4,7 +4,7 @@ import pytest
 
 from keras_nalu import NAC
 from keras_nalu.layers import ConstrainedDense
-from nalu_research.tasks.mnist import ABLATION_VARIANTS
+from nalu_research.models.mnist import ABLATION_VARIANTS
 from tests.helpers import assert_gradients_reach_every_weight, constant
 from tests.layer_test_case import run_layer_test
 

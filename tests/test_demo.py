@@ -136,6 +136,6 @@ def test_killed_demo_resumes_to_the_uninterrupted_results(reference, tmp_path):
 )
 def test_demo_rejects_bad_arguments(capsys, args, message):
     with pytest.raises(SystemExit) as exit_info:
-        demo.parse_args(args)
+        demo.Demo().parse_args(args)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err

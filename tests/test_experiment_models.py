@@ -19,6 +19,7 @@ from nalu_research.experiments import (
     recurrent_arithmetic,
     static_arithmetic,
 )
+from nalu_research.models import mnist as mnist_models
 from nalu_research.tasks import identity, mnist
 from nalu_research.tasks.program_evaluation import TOKENS
 
@@ -44,17 +45,19 @@ def experiment_models():
     for name in recurrent_arithmetic.MODELS:
         model = recurrent_arithmetic.build(name, 3)
         models[f"recurrent {name}"] = (model, _positive(2, 4, 3))
-    for kind in mnist.RECURRENT_MODELS:
+    for kind in mnist_models.RECURRENT_MODELS:
         for task in mnist.SEQUENCE_TASKS:
-            model, _, _ = mnist.sequence_model(kind, task, (8, 8, 1), features=8)
+            model, _, _ = mnist_models.sequence_model(kind, task, (8, 8, 1), features=8)
             images = _positive(2, 3, 8, 8, 1) / 3.0
             models[f"mnist {task} {kind}"] = (model, images)
-    model, _, _ = mnist.sequence_model(
+    model, _, _ = mnist_models.sequence_model(
         "nau", "sum", (8, 8, 1), features=8, encoder_output="log_softmax"
     )
     models["mnist sum nau log-softmax"] = (model, images)
-    for variant in mnist.ABLATION_VARIANTS:
-        model = mnist.parity_model(variant, (16, 16, 1), features=8, filters=(4, 4))
+    for variant in mnist_models.ABLATION_VARIANTS:
+        model = mnist_models.parity_model(
+            variant, (16, 16, 1), features=8, filters=(4, 4)
+        )
         models[f"parity {variant}"] = (model, _positive(2, 16, 16, 1) / 3.0)
     ids = np.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]], "int32")
     for kind in number_translation.MODELS:

@@ -60,9 +60,10 @@ def test_sample_rejects_unknown_arguments(kwargs, message):
 @pytest.mark.research  # its arguments name a plot, which needs matplotlib
 @pytest.mark.parametrize("unit", ["NALU", "NAU"])  # NAU: its penalty via add_loss
 def test_seeds_trained_side_by_side_match_a_seed_trained_alone(unit, tmp_path):
+    from nalu_research.experiment import Session
     from nalu_research.experiments import first_contact
 
-    args = first_contact.parse_args(
+    args = first_contact.FirstContact().parse_args(
         ["--epochs", "2", "--eval-every", "1", "--examples", "256",
          "--checkpoint-dir", str(tmp_path)]
     )  # fmt: skip
@@ -71,9 +72,8 @@ def test_seeds_trained_side_by_side_match_a_seed_trained_alone(unit, tmp_path):
     keras.config.disable_interactive_logging()
 
     def train(seeds):
-        result = first_contact.train_row(
-            "a+b", unit, seeds, data, tests, args, None, tmp_path / str(seeds)
-        )
+        session = Session(args, checkpoints=lambda *run: tmp_path / str(seeds))
+        result = first_contact.train_row("a+b", unit, seeds, data, tests, args, session)
         return first_contact.predictions(result.model, tests["extrapolation"][0])
 
     together, alone = train([0, 1]), train([1])

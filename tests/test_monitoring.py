@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from keras_nalu.training import CheckpointAheadError
-from nalu_research import cli, monitoring
-from nalu_research.cli import add_training_arguments
+from nalu_research import monitoring, runs
+from nalu_research.arguments import add_training_arguments
 from tests.processes import tensorboard_scalars
 
 
@@ -127,14 +127,14 @@ def test_a_row_without_a_cell_for_each_column_is_refused(row):
 
 
 def test_a_run_length_of_whole_epochs_is_left_out_of_the_resume_check():
-    assert cli.resumed_total(16000, 2000) is None
-    assert cli.resumed_total(16500, 2000) == 16500
-    assert cli.resumed_total(95, 10) == 95
+    assert runs.resumed_total(16000, 2000) is None
+    assert runs.resumed_total(16500, 2000) == 16500
+    assert runs.resumed_total(95, 10) == 95
 
 
 def test_a_longer_kept_checkpoint_ends_the_script_naming_the_option(capsys):
     with pytest.raises(SystemExit) as exit_:
-        with cli.exits_on_longer_checkpoint("--steps", "ckpt/sum/nau", 2000):
+        with runs.exits_on_longer_checkpoint("--steps", "ckpt/sum/nau", 2000):
             raise CheckpointAheadError(8, 13, "ckpt/sum/nau")
     assert exit_.value.code == 2
     assert capsys.readouterr().err.endswith(
@@ -142,7 +142,7 @@ def test_a_longer_kept_checkpoint_ends_the_script_naming_the_option(capsys):
         "this run; pass --steps 26000 or more, or another --checkpoint-dir\n"
     )
     with pytest.raises(ValueError, match="other"):  # other errors pass through
-        with cli.exits_on_longer_checkpoint("--steps", "ckpt", 1):
+        with runs.exits_on_longer_checkpoint("--steps", "ckpt", 1):
             raise ValueError("other")
 
 

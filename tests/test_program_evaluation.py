@@ -231,9 +231,14 @@ def test_seed_curves_align_a_diverged_run_with_nan():
 def test_plot_draws_a_diverged_run(tmp_path):
     from types import SimpleNamespace
 
-    from nalu_research.experiments.program_evaluation import _plot
+    from nalu_research.experiments.program_evaluation import (
+        ProgramEvaluationExperiment,
+    )
+    from nalu_research.monitoring import pyplot, save_png
 
     runs = [_run([50, 100, 150], [90.0, 99.0, 100.0]), _run([50], [1.0])]
-    args = SimpleNamespace(task="program", png=tmp_path / "curves.png")
-    _plot({"NALU": runs}, args)
-    assert args.png.stat().st_size > 1000
+    rows = [{"model": "NALU", **run} for run in runs]
+    args = SimpleNamespace(task="program")
+    figure = ProgramEvaluationExperiment().plot(args, rows, pyplot())
+    save_png(figure, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 1000

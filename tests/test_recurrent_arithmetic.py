@@ -103,16 +103,23 @@ def test_example_smoke_run(tmp_path):
 
 @pytest.mark.research  # parse_args checks that matplotlib can draw the plot
 def test_our_products_run_only_when_named():
-    from nalu_research.experiments.recurrent_arithmetic import OPT_IN, parse_args
+    from nalu_research.experiments.recurrent_arithmetic import (
+        OPT_IN,
+        RecurrentArithmeticExperiment,
+    )
 
+    parse_args = RecurrentArithmeticExperiment().parse_args
     assert not set(OPT_IN) & set(parse_args([]).models)
     assert parse_args(["--models", "nau-nmu"]).models == ["nau-nmu"]
 
 
 @pytest.mark.research  # parse_args checks that matplotlib can draw the plot
 def test_seeds_and_steps_not_given_come_from_the_defaults_or_quick():
-    from nalu_research.experiments.recurrent_arithmetic import parse_args
+    from nalu_research.experiments.recurrent_arithmetic import (
+        RecurrentArithmeticExperiment,
+    )
 
+    parse_args = RecurrentArithmeticExperiment().parse_args
     assert (parse_args([]).seeds, parse_args([]).steps) == (3, 5000)
     quick = parse_args(["--quick", "--seeds", "2"])
     assert (quick.seeds, quick.steps) == (2, 2000)

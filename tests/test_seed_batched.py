@@ -1,12 +1,15 @@
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
-from keras_nalu import NAU
+from keras_nalu import NAU, ArithmeticUnit
 from keras_nalu import ops as nalu_ops
 from keras_nalu.initializers import NAUUniform, NMUUniform
 from nalu_research import seed_batched
@@ -14,16 +17,13 @@ from nalu_research.seed_batched import (
     LAYERS,
     MODELS,
     UNIT_MODELS,
+    EngineModel,
     StaticBenchmark,
     forward,
-    init_params,
     initial_splits,
-    keras_layers,
-    penalty,
-    schedules,
     set_initial_splits,
 )
-from nalu_research.tasks import StaticArithmetic
+from nalu_research.tasks import StaticArithmetic, sparsity_error
 from tests.processes import (
     example_env,
     kill_when_written,
@@ -34,7 +34,8 @@ from tests.processes import (
 
 pytestmark = pytest.mark.backends
 
-BENCHMARK = Path(__file__).resolve().parents[1] / "examples" / "arithmetic_benchmark.py"
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARK = ROOT / "examples" / "arithmetic_benchmark.py"
 
 
 to_numpy = keras.ops.convert_to_numpy
@@ -44,6 +45,11 @@ def small(model, operations, seeds, **kwargs):
     return StaticBenchmark(model, operations, seeds, eval_size=64, **kwargs)
 
 
+def init_params(model, seeds, input_size, **kwargs):
+    """The stacked initial weights of `model` for `seeds`."""
+    return EngineModel(model, input_size, **kwargs).initial_weights(seeds)[0]
+
+
 def test_init_of_a_seed_does_not_depend_on_the_other_seeds():
     for model in MODELS:
         both, alone = init_params(model, [3, 5], 100), init_params(model, [5], 100)
@@ -51,18 +57,14 @@ def test_init_of_a_seed_does_not_depend_on_the_other_seeds():
             np.testing.assert_array_equal(both[name][1], alone[name][0])
 
 
-def keras_twin(model, params, input_size=10):
-    """The Keras model of `model` with the first seed's weights of `params`."""
-    return seed_batched.keras_model(model, params, 0, input_size)
-
-
 @pytest.mark.parametrize("model", [*UNIT_MODELS, "nau-npu", "single-npu"])
 def test_forward_and_penalty_equal_the_keras_layers_with_the_same_weights(model):
-    params = init_params(model, [7], 10)
-    keras_model = keras_twin(model, params)
+    engine = EngineModel(model, 10)
+    params = engine.initial_weights([7])[0]
+    keras_model = engine.keras_model(params, 0)
     x = np.random.default_rng(0).uniform(1, 2, (5, 10)).astype("float32")
     want = keras.ops.convert_to_numpy(keras_model(x))
-    got = keras.ops.convert_to_numpy(forward(model, params, x[None]))[0]
+    got = keras.ops.convert_to_numpy(engine.forward(params, x[None]))[0]
     np.testing.assert_allclose(got, want, rtol=1e-5)
     if model in ("nac", "nalu"):
         return
@@ -73,7 +75,7 @@ def test_forward_and_penalty_equal_the_keras_layers_with_the_same_weights(model)
         layer.regularization_start = layer.regularization_end = 0
     keras_model(x, training=True)
     want = sum(float(loss) for loss in keras_model.losses)
-    got = float(keras.ops.convert_to_numpy(penalty(model, params))[0])
+    got = float(keras.ops.convert_to_numpy(engine.penalty(params))[0])
     assert got == pytest.approx(want, rel=1e-5) and got > 0
 
 
@@ -129,21 +131,17 @@ def test_the_engine_follows_the_layers_defaults(monkeypatch):
             )
 
     monkeypatch.setitem(LAYERS, "nau", WideNAU)
-    seed_batched.layer_defaults.cache_clear()
-    try:
-        assert schedules("nmu")[0] == (10.0, 7, 35_000)
-        bench = small("nmu", "mul", [0], learning_rate=10.0)
-        np.testing.assert_array_equal(to_numpy(bench.params["kernel_0"]), 1.0)
-        bench.run(5, eval_every=5)
-        kernel = to_numpy(bench.params["kernel_0"])
-        assert np.abs(kernel).max() == 2.0  # clipped to WideNAU's bounds
-        wide = np.array([[[-3.0], [0.75], [1.5]]], "float32")
-        want = nalu_ops.sparsity_penalty(np.clip(wide, -2.0, 2.0))  # its bounds
-        got = seed_batched.layer_penalty("nau", {"kernel_0": wide}, 0)
-        assert to_numpy(got)[0] == pytest.approx(to_numpy(want)[0])
-        assert to_numpy(got)[0] == pytest.approx(0.25 / 3)
-    finally:
-        seed_batched.layer_defaults.cache_clear()
+    assert EngineModel("nmu", 100).schedules[0] == (10.0, 7, 35_000)
+    bench = small("nmu", "mul", [0], learning_rate=10.0)
+    np.testing.assert_array_equal(to_numpy(bench.params["kernel_0"]), 1.0)
+    bench.run(5, eval_every=5)
+    kernel = to_numpy(bench.params["kernel_0"])
+    assert np.abs(kernel).max() == 2.0  # clipped to WideNAU's bounds
+    wide = np.array([[[-3.0], [0.75], [1.5]]], "float32")
+    want = nalu_ops.sparsity_penalty(np.clip(wide, -2.0, 2.0))  # its bounds
+    got = EngineModel("nau", 3).layer_penalty({"kernel_0": wide}, 0)
+    assert to_numpy(got)[0] == pytest.approx(to_numpy(want)[0])
+    assert to_numpy(got)[0] == pytest.approx(0.25 / 3)
 
 
 def test_schedules_are_the_layers_defaults():
@@ -151,8 +149,9 @@ def test_schedules_are_the_layers_defaults():
     for model, layer in [("nmu", nau), ("inalu", inalu)]:
         want = (layer.regularization_strength, layer.regularization_start,
                 layer.regularization_end)  # fmt: skip
-        assert schedules(model) == {0: want, 1: want}
-    assert schedules("nac") == schedules("relu6") == {}
+        assert EngineModel(model, 100).schedules == {0: want, 1: want}
+    assert EngineModel("nac", 100).schedules == EngineModel("relu6", 100).schedules
+    assert EngineModel("nac", 100).schedules == {}
 
 
 SIGNS = {"nmru": {"sign_retrieval": True}}
@@ -181,7 +180,7 @@ def test_a_run_trains_as_its_keras_model_with_keras_adam(
     bench = small(model, "mul", [0, 1], learning_rate=rate,
                   regularization=(1.0, 0, 2), clipnorm=clipnorm,
                   layer_options=options, adam_epsilon=epsilon, **task)  # fmt: skip
-    layers = keras_layers(model, bench.input_size, seed=1, options=options)
+    layers = bench.engine_model.build(seed=1)
     for kind, changes in (options or {}).items():
         for name, value in changes.items():
             assert getattr(layers[UNIT_MODELS[model].index(kind)], name) == value
@@ -250,12 +249,13 @@ def test_a_run_trains_as_it_would_alone():
 def test_loss_adds_the_penalty_on_its_schedule(model):
     bench = small(model, "add", [0, 1], regularization=(3.0, 10, 20))
     params = {name: weight.value for name, weight in bench.params.items()}
-    expected_penalty = to_numpy(penalty(model, params))
+    expected_penalty = to_numpy(bench.engine_model.penalty(params))
     assert (expected_penalty > 0).all()
     unpenalized = small(model, "add", [0, 1], regularization=None)
     for step, weight in [(5, 0.0), (15, 1.5), (40, 3.0)]:
         x, y = bench._batch(step)
-        mse = np.mean(np.square(to_numpy(forward(model, params, x) - y)), axis=(1, 2))
+        out = bench.engine_model.forward(params, x)
+        mse = np.mean(np.square(to_numpy(out - y)), axis=(1, 2))
         np.testing.assert_allclose(
             to_numpy(bench._losses(params, step)),
             mse + weight * expected_penalty,
@@ -404,7 +404,7 @@ def test_an_interrupted_benchmark_resumes_to_the_uninterrupted_result(tmp_path, 
     # Another configuration does not resume from it, and says so.
     other = small("nmu", "mul", [0, 1], learning_rate=0.01)
     seen.clear()
-    with caplog.at_level("WARNING", logger="nalu_research.seed_batched"):
+    with caplog.at_level("WARNING", logger="keras_nalu.checkpoints"):
         other.run(
             20, eval_every=20, checkpoint=checkpoint, on_eval=lambda e: seen.append(e)
         )
@@ -684,15 +684,16 @@ def test_benchmark_arguments_are_checked_by_their_argparse_types(argv, message, 
 
 
 @pytest.mark.research
-def test_a_layer_option_builds_its_layer_once_and_the_engine_reuses_it():
+def test_a_layer_option_configures_the_unit_the_engine_holds():
     from nalu_research.experiments import arithmetic_benchmark
 
     argv = ["--layer-option", "nmru", "sign_retrieval", "true"]
     options = arithmetic_benchmark.parse_args(argv).layer_options
     assert options == {"nmru": {"sign_retrieval": True}}
-    layer = seed_batched.layer_settings("nmru", options)
-    assert layer.sign_retrieval
-    assert seed_batched.layer_settings("nmru", options) is layer
+    bench = small("nmru", "mul", [0], layer_options=options)
+    nau, nmru = bench.engine_model.layers
+    assert nmru.sign_retrieval and nmru.built and not nau.centered_gradient
+    assert bench.keras_model(0).layers[1].sign_retrieval
 
 
 @pytest.mark.research
@@ -748,3 +749,304 @@ def test_the_initial_split_is_the_difference_of_the_two_units_over_the_slices():
     assert np.array_equal(changed[0], only_a) and not changed[1].any()
     with pytest.raises(ValueError, match="a two-unit NAU"):
         initial_splits(small("nalu", "mul", [0]))
+
+
+# Units of a user's own, outside the package.
+@keras.saving.register_keras_serializable(package="engine_tests")
+class Offset(ArithmeticUnit):
+    """`x @ clip(kernel, -1, 1) + offset`: its kernel's initializer is the
+    argument `start` (no `_initializer` in its name), and `offset` is a
+    non-trainable weight drawn by an initializer made in `build`."""
+
+    exact_values = {"kernel": (-1.0, 0.0, 1.0)}
+    linear = True
+
+    def __init__(self, units, start="random_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.start = keras.initializers.get(start)
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(
+            name="kernel", shape=(input_shape[-1], self.units), initializer=self.start
+        )
+        self.offset = self.add_weight(
+            name="offset",
+            shape=(self.units,),
+            initializer=keras.initializers.RandomNormal(),
+            trainable=False,
+        )
+
+    def effective_weights(self, weights=None):
+        weights = self.unit_weights() if weights is None else weights
+        return {"kernel": ops.clip(weights["kernel"], -1.0, 1.0)}
+
+    def math(self, x, weights, training=False):
+        kernel = self.effective_weights(weights)["kernel"]
+        return nalu_ops.matmul(x, kernel) + ops.expand_dims(weights["offset"], -2)
+
+    def get_config(self):
+        start = keras.initializers.serialize(self.start)
+        return {**super().get_config(), "units": self.units, "start": start}
+
+
+@keras.saving.register_keras_serializable(package="engine_tests")
+class Scaled(ArithmeticUnit):
+    """`x @ (scale * clip(kernel, -1, 1))`: the option `scale` changes its
+    effective weights."""
+
+    exact_values = {"kernel": (-2.0, -1.0, 0.0, 1.0, 2.0)}
+
+    def __init__(self, units, scale=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.scale = units, scale
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(
+            name="kernel", shape=(input_shape[-1], self.units), initializer="zeros"
+        )
+
+    def effective_weights(self, weights=None):
+        weights = self.unit_weights() if weights is None else weights
+        return {"kernel": self.scale * ops.clip(weights["kernel"], -1.0, 1.0)}
+
+    def math(self, x, weights, training=False):
+        return nalu_ops.matmul(x, self.effective_weights(weights)["kernel"])
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "scale": self.scale}
+
+
+def test_a_seed_draws_the_same_weights_whatever_the_initializers_are_called():
+    """`Offset`'s kernel initializer is the argument `start` and its offset's
+    is made in `build`: both draw from the run's seed, on every call."""
+    model = "single-engine_tests>Offset"
+    first, again = small(model, "add", [0, 1]), small(model, "add", [0, 1])
+    other = small(model, "add", [2])
+    for name, weight in first.params.items():
+        np.testing.assert_array_equal(to_numpy(weight), to_numpy(again.params[name]))
+    assert set(first.constants) == {"offset_0"}
+    offsets = to_numpy(first.constants["offset_0"])
+    np.testing.assert_array_equal(offsets, to_numpy(again.constants["offset_0"]))
+    assert not np.array_equal(offsets[0], offsets[1])  # each seed its own
+    assert not np.array_equal(to_numpy(other.constants["offset_0"])[0], offsets[0])
+    kernel = to_numpy(first.params["kernel_0"])
+    assert not np.array_equal(kernel[0], kernel[1])
+
+
+def test_a_non_trainable_weight_reaches_the_units_math_and_stays():
+    bench = small("single-engine_tests>Offset", "add", [0, 1], learning_rate=0.1)
+    offset = to_numpy(bench.constants["offset_0"])
+    assert "offset_0" not in bench.params and offset.any()
+    kernel = to_numpy(bench.params["kernel_0"])
+    bench.run(5, eval_every=5)
+    assert not np.array_equal(to_numpy(bench.params["kernel_0"]), kernel)
+    np.testing.assert_array_equal(to_numpy(bench.constants["offset_0"]), offset)
+    x = np.random.default_rng(0).uniform(1, 2, (4, bench.input_size))
+    x = x.astype("float32")
+    for run in range(2):  # each run's Keras model carries its offset
+        model = bench.keras_model(run)
+        np.testing.assert_allclose(to_numpy(model.layers[0].offset), offset[run])
+        one = {k: v[run : run + 1] for k, v in bench._weights().items()}
+        want = to_numpy(bench.engine_model.forward(one, x[None]))[0]
+        np.testing.assert_allclose(to_numpy(model(x)), want, rtol=1e-6)
+
+
+def test_the_sparsity_is_that_of_the_configured_unit_against_its_exact_values():
+    """`Scaled(scale=2)` applies twice its clipped kernel: the engine's
+    sparsity error is the configured layer's, not the default one's."""
+    kind = "engine_tests>Scaled"
+    bench = small(f"single-{kind}", "add", [0, 1], learning_rate=0.1,
+                  layer_options={kind: {"scale": 2.0}})  # fmt: skip
+    (unit,) = bench.engine_model.layers
+    assert unit.scale == 2.0
+    history = bench.run(20, eval_every=20)["history"]
+    weights = {"kernel": bench._weights()["kernel_0"]}
+    effective = to_numpy(unit.effective_weights(weights)["kernel"])
+    want = [sparsity_error(w, Scaled.exact_values["kernel"]) for w in effective]
+    assert history[-1]["sparsity"] == want
+    default = to_numpy(Scaled(1).effective_weights(weights)["kernel"])
+    assert want != [sparsity_error(w, Scaled.exact_values["kernel"]) for w in default]
+    assert bench.keras_model(0).layers[0].scale == 2.0
+
+
+def test_the_sparsity_error_is_against_each_units_exact_values():
+    """The NMU's are {0, 1}, the NAU's {-1, 0, 1}: a first-layer NMU kernel
+    at 0.25 and 1 is 0.25 off."""
+    bench = small("single-nmu", "mul", [0])
+    kernel = np.full((1, bench.input_size, 1), 0.25, "float32")
+    kernel[0, :3] = 1.0
+    bench.params["kernel_0"].assign(kernel)
+    assert bench.engine_model.sparsity(bench._weights()) == [0.25]
+    assert small("relu6", "mul", [0]).engine_model.sparsity({}) is None
+
+
+def test_a_realnpu_without_its_gate_trains_and_reports_its_sparsity():
+    """`gated: False`, read by every part of the engine (the first-layer
+    sparsity read the default, gated layer: KeyError 'gate')."""
+    bench = small("single-realnpu", "div", [0, 1],
+                  layer_options={"realnpu": {"gated": False}})  # fmt: skip
+    assert "gate_0" not in bench.params
+    result = bench.run(10, eval_every=5)
+    for entry in result["history"]:
+        assert len(entry["sparsity"]) == 2
+        assert all(0 <= s <= 0.5 for s in entry["sparsity"])
+    assert bench.summarize(result["history"])[0]["sparsity_error"] is not None
+    assert not bench.keras_model(0).layers[0].gated
+
+
+def test_a_target_is_an_expression_of_a_and_b():
+    bench = small("nau", ["2*a - b", "add"], [0, 1])
+    assert [op for op, _ in bench.runs] == ["2*a - b"] * 2 + ["add"] * 2
+    x, y = bench._batch(3)
+    x, y = to_numpy(x), to_numpy(y)
+    for i, task in enumerate(bench.tasks):
+        np.testing.assert_allclose(y[i], task.targets(x[i]), rtol=1e-5, atol=1e-4)
+        a = x[i][:, task.a_slice].sum(-1, dtype="float64")
+        b = x[i][:, task.b_slice].sum(-1, dtype="float64")
+        want = 2 * a - b if task.operation == "2*a - b" else a + b
+        np.testing.assert_allclose(task.targets(x[i])[:, 0], want)
+    # Its own batch stream, apart from the paper's operations'.
+    streams = to_numpy(bench._streams).tolist()
+    assert len(set(streams)) == 4 and streams[2:] == [0, 6]
+    # The threshold simulated as for the paper's operations, with the
+    # target's expression: 2a - b's perturbations partly cancel, a + b's add.
+    assert 0 < bench.thresholds[0] < bench.thresholds[2] < 1e-3
+    # A name of the paper's operations, written as an expression, is it.
+    assert small("nau", "b + a", [1]).runs == [("add", 1)]
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("2*c - b", "expected an expression of the inputs a and b only; it uses c"),
+        ("2*a -", "it does not parse"),
+        ("a < b", "it is a StrictLessThan"),
+        ("gamma(a)", "it applies gamma"),
+        ("pow", "it uses pow"),
+    ],
+)
+def test_an_invalid_target_raises_naming_the_argument(target, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as error:
+        small("nau", target, [0])
+    assert f"Received: operation={target!r}" in str(error.value)
+    assert "`operation`" in str(error.value)
+
+
+@pytest.mark.research  # the benchmark's parser checks for matplotlib
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--target", "2*c - b"],
+         "argument --target: expected an expression of the inputs a and b only; "
+         "it uses c, got '2*c - b'"),
+        (["--target", "a +"], "argument --target: expected a name of"),
+        (["--import", "no_such_module_here"],
+         "argument --import: could not import 'no_such_module_here'"),
+        (["--models", "nau-my_missing>Unit"],
+         "argument --models: Received an invalid value for `model`"),
+        (["--layer-option", "my_missing>Unit", "scale", "2"],
+         "unknown layer kind 'my_missing>Unit'"),
+    ],
+)  # fmt: skip
+def test_benchmark_targets_and_imports_are_checked(argv, message, capsys):
+    from nalu_research.experiments import arithmetic_benchmark
+
+    with pytest.raises(SystemExit):
+        arithmetic_benchmark.parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.research
+def test_benchmark_takes_a_users_module_and_targets(tmp_path, monkeypatch):
+    from nalu_research.experiments import arithmetic_benchmark
+
+    (tmp_path / "engine_test_units.py").write_text(
+        "import keras\n"
+        "from keras_nalu import NAU\n\n"
+        "@keras.saving.register_keras_serializable(package='engine_test_units')\n"
+        "class Wide(NAU):\n"
+        "    pass\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    args = arithmetic_benchmark.parse_args(
+        ["--models", "nau-engine_test_units>Wide", "--operations", "add",
+         "--target", "2*a-b", "--target", "a + b", "--import", "engine_test_units",
+         "--layer-option", "engine_test_units>Wide", "centered_gradient", "true"]
+    )  # fmt: skip
+    assert args.operations == ["add", "2*a - b"]
+    assert arithmetic_benchmark.display_name(args.models[0]) == "NAU-Wide"
+    assert arithmetic_benchmark.symbol("2*a - b") == "2*a - b"
+    assert arithmetic_benchmark.symbol("square") == "a^2"
+
+
+WRITING_A_UNIT = ROOT / "docs" / "writing-a-unit.md"
+# The page's command: its bash block that runs the benchmark.
+PAGE_COMMAND = re.compile(
+    r"```bash\n(python examples/arithmetic_benchmark\.py[^`]*)```"
+)
+
+
+@pytest.mark.research  # plots with matplotlib
+def test_the_writing_a_unit_page_benchmarks_its_unit_and_a_target(tmp_path):
+    """docs/writing-a-unit.md: the page's `Power` (its first block, saved as
+    `my_units.py`) through the benchmark's command line, exactly the page's
+    command at a tiny budget (its last arguments override the page's)."""
+    page = WRITING_A_UNIT.read_text(encoding="utf-8")
+    module = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    assert "class Power" in module
+    (tmp_path / "my_units.py").write_text(module, encoding="utf-8")
+    (command,) = PAGE_COMMAND.findall(page)
+    python, script, *argv = shlex.split(command.replace("\\\n", " "))
+    assert (python, script) == ("python", "examples/arithmetic_benchmark.py")
+    assert argv[:2] == ["--import", "my_units"] and "--target" in argv
+    budget = ["--seeds", "2", "--iterations", "40", "--eval-every", "20",
+              "--eval-size", "64", "--json", str(tmp_path / "record.json"),
+              "--checkpoint-dir", str(tmp_path / "checkpoints")]  # fmt: skip
+    saved_path = list(sys.path)
+    try:
+        done = run_in_process("arithmetic_benchmark", *argv, *budget, cwd=tmp_path)
+    finally:
+        sys.path[:] = saved_path
+    assert done.returncode == 0, done.stderr[-3000:]
+    success = done.stdout.split("Success rate by the strict criterion")[1]
+    table = success.split("\n\n")[1].splitlines()
+    assert table[0] == "| op | NAU | NAU-Power |"
+    rows = {line.split(" | ")[0].strip("| "): line for line in table[2:]}
+    assert set(rows) == {"2*a - b", "a**2*b"}
+    for line in rows.values():  # a success count of 2 runs, each with its interval
+        assert len(re.findall(r"\d/2 \[\d\.\d\d, \d\.\d\d\]", line)) == 2
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["arguments"]["imports"] == ["my_units"]
+    assert {(r["model"], r["operation"]) for r in record["runs"]} == {
+        (m, op) for m in ("nau", "nau-my_units>Power") for op in ("2*a - b", "a**2*b")
+    }
+    power = [r for r in record["runs"] if r["model"] == "nau-my_units>Power"]
+    assert all(r["sparsity_error"] is not None for r in power)
+    # The same seed gives the same initial weights on a second run (Power's
+    # initializer is made in its `build`: no argument names it).
+    first, again = (
+        EngineModel("nau-my_units>Power", 100).initial_weights([0, 1])[0]
+        for _ in range(2)
+    )
+    for name, values in first.items():
+        np.testing.assert_array_equal(values, again[name])
+    assert not np.array_equal(first["kernel_1"][0], first["kernel_1"][1])
+
+
+@pytest.mark.research  # plots with matplotlib
+def test_the_benchmark_trains_a_realnpu_without_its_gate_and_reports_sparsity(
+    tmp_path,
+):
+    done = run_in_process(
+        "arithmetic_benchmark", "--models", "single-realnpu", "--layer-option",
+        "realnpu", "gated", "false", "--operations", "div", "--seeds", "2",
+        "--iterations", "20", "--eval-every", "10", "--eval-size", "64",
+        "--json", str(tmp_path / "r.json"),
+        "--checkpoint-dir", str(tmp_path / "checkpoints"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"\| a/b \| [-\d]+, sparsity [\d.e-]+ \|", done.stdout)
+    runs = json.loads((tmp_path / "r.json").read_text())["runs"]
+    assert all(0 <= r["sparsity_error"] <= 0.5 for r in runs)

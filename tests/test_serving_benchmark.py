@@ -30,7 +30,7 @@ def test_serving_benchmark_rejects_bad_arguments(capsys):
     from nalu_research.experiments import serving_benchmark
 
     with pytest.raises(SystemExit) as exit_info:
-        serving_benchmark.parse_args(["--requests", "0"])
+        serving_benchmark.main(["--requests", "0"])  # parsing fails before any work
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert "argument --requests: expected a positive integer, got '0'" in error

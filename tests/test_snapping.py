@@ -12,6 +12,7 @@ from keras_nalu import (
     NAU,
     NMRU,
     NMU,
+    ArithmeticUnit,
     ConfiguredNALU,
     NACCell,
     RealNPU,
@@ -203,6 +204,54 @@ def test_a_model_that_did_not_learn_the_operation_is_refused_with_its_errors():
     message = str(error.value)
     assert "does not fit ['large', 'small'] within rtol=1e-05" in message
     assert "large: " in message and " before, " in message and " after" in message
+
+
+class Misspelt(ArithmeticUnit):
+    """`x @ clip(kernel, -1, 1)`, its `exact_values` misspelt."""
+
+    exact_values = {"kernal": (-1.0, 0.0, 1.0)}
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(name="kernel", shape=(input_shape[-1], 1))
+
+    def effective_weights(self, weights):
+        return {"kernel": keras.ops.clip(weights["kernel"], -1.0, 1.0)}
+
+    def math(self, x, weights, training=False):
+        return keras.ops.matmul(x, self.effective_weights(weights)["kernel"])
+
+    def expression(self, h, writer, x=None):
+        return writer.sums(writer.matrix(self.effective_kernel), h)
+
+
+def test_exact_values_that_name_no_effective_weight_are_refused_by_name():
+    model = model_of(Misspelt(name="mine"))
+    model.layers[0].kernel.assign(near(np.ones((2, 1)), (2, 1)))
+    message = (
+        r"No key of the exact_values of Misspelt 'mine', \['kernal'\], names "
+        r"one of its effective weights, \['kernel'\]"
+    )
+    with pytest.raises(ValueError, match=message):
+        snap_weights(model, sets(np.add))
+    with pytest.raises(ValueError, match=message):
+        model.layers[0].snap()
+
+
+def test_snapping_names_a_unit_lacks_is_refused_by_name():
+    layer = NAC(1)  # its exact_values list `mul_kernel`, its NALU's
+    layer.build((None, 2))
+    with pytest.raises(
+        ValueError,
+        match=r"`names`, .* among its effective weights \['kernel'\]. "
+        r"Received: names=\['mul_kernel'\]",
+    ):
+        layer.snap(["mul_kernel"])
+    layer.snap()  # the weights it has
+    ungated = RealNPU(1, gated=False)
+    ungated.build((None, 2))
+    ungated.snap()
+    with pytest.raises(ValueError, match="Received: names=\\['gate'\\]"):
+        ungated.snap(["gate"])
 
 
 def test_search_decides_a_halfway_weight_on_the_data():

@@ -9,7 +9,7 @@ from nalu_research.experiments.static_arithmetic import (
     split_mse,
 )
 from nalu_research.tasks import OPERATIONS, StaticArithmetic
-from nalu_research.tasks.static_arithmetic import draw_uniform
+from nalu_research.tasks.static_arithmetic import TARGETS, draw_uniform, parse_target
 
 
 def test_slices_are_fixed_by_the_seed_and_follow_the_protocol():
@@ -181,3 +181,62 @@ def test_error_metrics_are_0_for_an_exact_model_and_100_for_the_scale_model():
     half = evaluate(linear(kernel / 2))  # off by (a + b) / 2: a quarter of 0's MSE
     for split in SPLITS:
         assert half[f"{split}_error"] == pytest.approx(25, rel=1e-5)
+
+
+def test_a_target_is_any_expression_of_a_and_b():
+    task = StaticArithmetic("2*a - b", seed=1)
+    assert task.operation == "2*a - b"
+    x, y = task.sample(64, "extrapolation", seed=0)
+    x64 = x.astype(np.float64)
+    a, b = x64[:, task.a_slice].sum(-1), x64[:, task.b_slice].sum(-1)
+    np.testing.assert_allclose(task.targets(x)[:, 0], 2 * a - b)
+    # One of the paper's operations, however it is written, is that one.
+    for text in ("a*b", "b * a", "mul"):
+        assert StaticArithmetic(text).operation == "mul"
+    assert StaticArithmetic("a^2").operation == "square"
+    assert parse_target("sqrt(a)/b").symbol == "sqrt(a)/b"
+    assert parse_target("sub").symbol == "a-b"
+
+
+def test_the_papers_operations_are_named_targets_computed_as_before():
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(-3, 3, (2, 1000))
+    before = {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b,
+              "square": a * a, "sqrt": np.abs(a) ** 0.5}  # fmt: skip
+    for name, text in TARGETS.items():
+        target = parse_target(text)
+        assert target.name == name and OPERATIONS[name] is not None
+        got = target.numpy(np.abs(a) if name == "sqrt" else a, b)
+        np.testing.assert_array_equal(got, before[name])
+        tensor = target.keras(
+            keras.ops.convert_to_tensor(np.abs(a) if name == "sqrt" else a, "float32"),
+            keras.ops.convert_to_tensor(b, "float32"),
+        )
+        assert keras.ops.convert_to_numpy(tensor).shape == a.shape
+    constant = parse_target("3")
+    assert constant.numpy(a, b).shape == a.shape
+    assert (
+        keras.ops.convert_to_numpy(
+            constant.keras(keras.ops.ones((2, 3)), keras.ops.ones((2, 3)))
+        ).tolist()
+        == [[3.0] * 3] * 2
+    )
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("2*c - b", "expected an expression of the inputs a and b only; it uses c"),
+        ("a +", "it does not parse"),
+        ("a == b", "it is a"),
+        ("erf(a)", "it applies erf"),
+        ("__import__('os')", "it uses os"),  # no Python builtins
+        ("__import__(a)", "it applies __import__"),
+        (3, "expected a name of ('add', 'sub'"),
+    ],
+)
+def test_an_invalid_target_raises_naming_its_argument(text, message):
+    with pytest.raises(ValueError) as error:
+        StaticArithmetic(text)
+    assert message in str(error.value)
+    assert f"Received: operation={text!r}" in str(error.value)

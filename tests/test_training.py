@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from keras_nalu import NALU, NAU, NMU, training
+from keras_nalu.checkpoints import Checkpoint
 from keras_nalu.training import Progress, fit, moving_averages, remove_checkpoint
 
 # The custom loop is `distribute.Trainer`, written with tf.distribute.
@@ -284,8 +285,12 @@ def test_a_kept_checkpoint_is_never_replaced_by_another_config(tmp_path):
     training.keep_checkpoint(tmp_path)
     with pytest.raises(
         ValueError, match="`checkpoint_dir`, expected a folder without a kept"
-    ):
+    ) as refused:
         train("fit", tmp_path, config={"lr": 0.02})
+    # The one policy, `Checkpoint.load_for`'s, word for word.
+    with pytest.raises(ValueError) as policy:
+        Checkpoint(tmp_path).load_for("another config")
+    assert str(refused.value) == str(policy.value)
     # Its own config restores it, and more epochs continue it, as before.
     again = train("fit", tmp_path, config={"lr": 0.01})
     assert again.resumed_at == EPOCHS
@@ -327,10 +332,12 @@ def test_each_epoch_gets_its_own_data():
     assert seen == list(range(EPOCHS))
 
 
-def test_another_config_starts_afresh_with_a_warning(tmp_path):
+def test_another_config_starts_afresh_with_a_warning(tmp_path, caplog):
     train("fit", tmp_path, config={"lr": 0.01})
-    with pytest.warns(UserWarning, match="another configuration: starting afresh"):
+    with caplog.at_level("WARNING", logger="keras_nalu.checkpoints"):
         again = train("fit", tmp_path, config={"lr": 0.02})
+    assert "from another configuration: starting afresh" in caplog.text
+    assert str(tmp_path / "checkpoint.npz") in caplog.text
     assert again.resumed_at == 0 and again.epochs == EPOCHS
     # The new run replaced the checkpoint: it resumes under its own config.
     assert train("fit", tmp_path, config={"lr": 0.02}).resumed_at == EPOCHS

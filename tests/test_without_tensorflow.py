@@ -133,7 +133,7 @@ sys.exit(status)
         ("grid_world", ["--quick", "--agents", "a2c_nac", "--updates", "2",
                         "--envs", "2", "--eval-episodes", "2",
                         "--eval-instructions", "11", "12", "--every", "1",
-                        "--save-dir", "saved"]),
+                        "--export-dir", "saved"]),
     ],
 )  # fmt: skip
 def test_the_examples_train_on_jax_without_tensorflow(experiment, argv, tmp_path):

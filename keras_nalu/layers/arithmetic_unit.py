@@ -60,9 +60,16 @@ class ArithmeticUnit(keras.layers.Layer):
       Keras calls.)
     - `effective_weights(weights)`: the weights its arithmetic applies
       (e.g. `clip(kernel, -1, 1)`, or `tanh(w_hat) * sigmoid(m_hat)`), by
-      name.
+      name, of the weights `{name: tensor}` given, which may be stacked
+      copies. Every tool passes `weights` (the layer's own are
+      `unit_weights()`), so `def effective_weights(self, weights)` is
+      enough; the package's units also take none, for their own.
     - `exact_values`: for each effective weight that snaps, the exact values
-      it may take (e.g. `{"kernel": (-1.0, 0.0, 1.0)}`), and
+      it may take (e.g. `{"kernel": (-1.0, 0.0, 1.0)}`), each key the name
+      of an effective weight (a key a unit lacks in some configuration, as
+      `RealNPU(gated=False)` its `"gate"`, is skipped; a unit none of whose
+      keys names an effective weight is an error, not a unit that snaps
+      nothing), and
       `set_effective_weights(values)`, which sets the layer's weights so
       that those effective weights equal `values` (the default assigns the
       weight of that name).
@@ -82,6 +89,9 @@ class ArithmeticUnit(keras.layers.Layer):
     `(in, out)` is applied with `keras_nalu.ops.matmul` and a vector weight
     `(n,)` is expanded on axis -2 before it meets the batch
     (`ops.expand_dims(v, -2)`).
+
+    `keras_nalu.testing.check_unit` checks a unit against this interface
+    (its math over stacked copies, its snapping, its expression).
     """
 
     exact_values: ClassVar[dict[str, tuple[float, ...]]] = {}
@@ -181,7 +191,12 @@ class ArithmeticUnit(keras.layers.Layer):
         self, weights: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """`{name: tensor}`: the weights the unit's arithmetic applies, of
-        `weights` (default: the layer's own, `unit_weights()`)."""
+        `weights` (`{name: tensor}` as `unit_weights()` gives them, each
+        optionally with leading copy axes).
+
+        The tools always pass `weights`; a subclass may take
+        `weights=None` to mean the layer's own, as the package's units do.
+        """
         raise NotImplementedError(
             f"{type(self).__name__} subclasses ArithmeticUnit but does not "
             "implement `effective_weights(weights)`."
@@ -210,33 +225,66 @@ class ArithmeticUnit(keras.layers.Layer):
                 trained.
 
         Raises:
-            ValueError: If the layer is not built, or `names` is not a list of
-                names of `exact_values`.
+            ValueError: If the layer is not built, `names` is not a list of
+                names of `exact_values` that name effective weights of the
+                unit, or no key of `exact_values` names one (a misspelt
+                key: the message names the keys and the effective weights).
         """
         validation.check_built(self, "snap")
+        effective = self.effective_weights(self.unit_weights())
         if names is None:
-            names = list(self.exact_values)
-        elif isinstance(names, str) or not all(n in self.exact_values for n in names):
+            names = self.snapped_names(effective)
+        elif (
+            isinstance(names, str)
+            or not all(n in self.exact_values for n in names)
+            or not all(n in effective for n in names)
+        ):
             raise ValueError(
                 "Received an invalid value for `names`, expected a list of "
                 f"names of {type(self).__name__}'s exact_values "
-                f"{sorted(self.exact_values)}. Received: names={names!r}"
+                f"{sorted(self.exact_values)} among its effective weights "
+                f"{sorted(effective)}. Received: names={names!r}"
             )
-        effective = self.effective_weights()
         self.set_effective_weights(
             {
                 name: nearest(_numpy(effective[name]), self.exact_values[name])
                 for name in names
-                if name in effective
             }
         )
+
+    def snapped_names(self, effective: dict[str, Any] | None = None) -> list[str]:
+        """The names of `exact_values` that `snap()` snaps: those of the
+        unit's effective weights (a key the unit lacks in its configuration,
+        as `RealNPU(gated=False)` its `"gate"`, is skipped).
+
+        Args:
+            effective: The unit's effective weights, if the caller has them
+                (default: `effective_weights(unit_weights())`).
+
+        Raises:
+            ValueError: `exact_values` has keys but none names an effective
+                weight of the unit (the message names the keys, the unit and
+                the effective weights it has).
+        """
+        if effective is None:
+            effective = self.effective_weights(self.unit_weights())
+        names = [name for name in self.exact_values if name in effective]
+        if self.exact_values and not names:
+            raise ValueError(
+                f"No key of the exact_values of {type(self).__name__} "
+                f"{self.name!r}, {sorted(self.exact_values)}, names one of its "
+                f"effective weights, {sorted(effective)}: snapping would leave "
+                "every weight as it is. Each key of exact_values must be the "
+                "name of an effective weight (a key of effective_weights)."
+            )
+        return names
 
     @property
     def effective_kernel(self):
         """`effective_weights()["kernel"]`: the weight the unit applies
         (read-only)."""
         validation.check_built(self, "effective_kernel")
-        return self.effective_weights()["kernel"]
+        return self.effective_weights(self.unit_weights())["kernel"]
 
     # -- (d) the expression -------------------------------------------------
 

@@ -14,7 +14,8 @@ one program of the seed-batched engine (each run its own seed's batches):
 
 Everything else as drawn. The prediction: the moved runs solve, the projected
 ones stick. The as-drawn outcomes of the same seeds are those of
-`docs/units_anchor_nmu.json` (the engine repeats them seed for seed).
+`docs/experiments/units-benchmark/units_anchor_nmu.json` (the engine repeats
+them seed for seed).
 
     python examples/anchor_split.py                    # 16 runs, 2M iterations
 """
@@ -41,7 +42,8 @@ from nalu_research.seed_batched import (
 )
 from nalu_research.tasks import wilson_interval
 
-# Seeds 0-49 on the tensorflow backend (docs/units_anchor_nmu.json): the 8 that
+# Seeds 0-49 on the tensorflow backend
+# (docs/experiments/units-benchmark/units_anchor_nmu.json): the 8 that
 # stay stuck to 5M iterations, all with |split| < SMALL_SPLIT, and the first 8
 # solved by 2M, all with |split| > 0.4.
 STUCK = (1, 11, 21, 23, 32, 35, 39, 47)

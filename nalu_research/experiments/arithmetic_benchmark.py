@@ -26,11 +26,22 @@ the runs of a model are one batched graph that already uses every core, so
     python examples/arithmetic_benchmark.py --quick
     python examples/arithmetic_benchmark.py --seeds 25 --iterations 50000
     python examples/arithmetic_benchmark.py --from-json a.json b.json  # merged
+
+A target is one of the paper's operations (`--operations`) or any expression
+of the inputs a and b (`--target "2*a - b"`, parsed by SymPy), and a model
+may use a unit of the user's own: `--import my_units` imports the module
+`my_units` (from the current folder or `sys.path`), so that a unit it
+registers as `"my_units>Power"` is named in a model, `"nau-my_units>Power"`:
+
+    python examples/arithmetic_benchmark.py --import my_units \
+        --models nau 'nau-my_units>Power' --target "2*a - b" --target "a**2*b"
 """
 
 import argparse
+import importlib
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -39,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_nalu.training import Progress
+from nalu_research.arguments import argument_type
 from nalu_research.cli import (
     add_backend_argument,
     add_learning_rate_drop_argument,
@@ -65,23 +77,21 @@ from nalu_research.seed_batched import (
     LAYERS,
     MODELS,
     StaticBenchmark,
-    layer_settings,
-    model_name,
+    configured_unit,
     unit_class,
     unit_kinds,
 )
 from nalu_research.tasks import (
     MADSEN_JOHANSEN_SOLVED_BY,
-    OPERATIONS,
     PAPER_TABLE_1,
-    SYMBOLS,
     StaticArithmetic,
     wilson_bars,
     wilson_interval,
 )
+from nalu_research.tasks.static_arithmetic import TARGETS, parse_target
 
 QUICK = {
-    "operations": list(OPERATIONS),
+    "operations": list(TARGETS),
     "models": ["linear", "relu6", "nac", "nalu"],
     "seeds": 5,
     "iterations": 20_000,
@@ -127,22 +137,62 @@ def task_arguments(args):
 
 
 def display_name(model):
-    """The model's name in tables: `NAMES`, or its units' class names."""
+    """The model's name in tables: `NAMES`, or its units' class names (its
+    name, for a unit of a module not imported: `--from-json`)."""
     if model in NAMES:
         return NAMES[model]
-    kinds = unit_kinds(model)
+    try:
+        kinds = unit_kinds(model)
+    except ValueError:
+        return model
     return model if kinds is None else "-".join(unit_class(k).__name__ for k in kinds)
+
+
+def symbol(operation):
+    """How tables write a target: "a*b", or its expression ("2*a - b")."""
+    return parse_target(operation).symbol
+
+
+def _target(name, value):
+    return parse_target(value, name).name
+
+
+# `--target`: an expression of a and b (or a name of TARGETS), as its name.
+target_name = argument_type(_target, str)
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS))
+    parser.add_argument(
+        "--operations",
+        nargs="+",
+        choices=list(TARGETS),
+        help="the paper's operations (default: all, or none with --target)",
+    )
+    parser.add_argument(
+        "--target",
+        action="append",
+        type=target_name,
+        metavar="EXPRESSION",
+        help="a target written as an expression of the inputs a and b, e.g. "
+        "'2*a - b' (SymPy; functions sqrt, exp, log, abs, sin, cos, tanh); "
+        "repeatable, after --operations' ones",
+    )
     parser.add_argument(
         "--models",
         nargs="+",
-        type=model_name,
         metavar="MODEL",
-        help=f"of {', '.join(MODELS)}, or 'nau-npu', 'single-npu', ... of any units",
+        help=f"of {', '.join(MODELS)}, or 'nau-npu', 'single-npu', ... of any "
+        "units, a user's as 'package>Name' ('nau-my_units>Power', with --import)",
+    )
+    parser.add_argument(
+        "--import",
+        action="append",
+        dest="imports",
+        metavar="MODULE",
+        help="import MODULE first (from the current folder or sys.path), so "
+        "that the units it registers can be named in --models and "
+        "--layer-option; repeatable",
     )
     parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 25)")
     parser.add_argument(
@@ -227,6 +277,10 @@ def parse_args(argv=None):
         "(several files are merged: e.g. one per model)",
     )
     args = parser.parse_args(argv)
+    import_modules(parser, args.imports)
+    check_models(parser, args)
+    if args.target:
+        args.operations = list(dict.fromkeys([*(args.operations or []), *args.target]))
     if args.from_json:
         saved = load_saved(args.from_json, parser)
         for name in ("operations", "models", "seeds", "first_seed", "iterations",
@@ -260,19 +314,13 @@ def _nmu_center(text):
 
 
 class _LayerOption(argparse.Action):
-    """`--layer-option KIND ARGUMENT VALUE`, checked as it is parsed: a unit
-    of the engine, VALUE as JSON, an argument the layer accepts (the layer is
-    built then, once: the engine reuses it, `seed_batched.layer_settings`).
-    Gathered into `args.layer_options`, `{kind: {argument: value}}`; the
-    triples stay in `args.layer_option`."""
+    """`--layer-option KIND ARGUMENT VALUE`, VALUE read as JSON as it is
+    parsed (the kind and argument are checked once the modules of `--import`
+    are imported: `check_models`). Gathered into `args.layer_options`,
+    `{kind: {argument: value}}`; the triples stay in `args.layer_option`."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         kind, argument, value = values
-        if unit_class(kind) is None:
-            parser.error(
-                f"--layer-option: unknown layer kind {kind!r}, expected one of "
-                f"{', '.join(LAYERS)} or a registered 'package>Name'"
-            )
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
@@ -282,12 +330,47 @@ class _LayerOption(argparse.Action):
             )
         options = dict(namespace.layer_options or {})
         options[kind] = {**options.get(kind, {}), argument: parsed}
-        try:
-            layer_settings(kind, options)
-        except (TypeError, ValueError) as error:
-            parser.error(f"--layer-option: {error}")
         namespace.layer_options = options
         namespace.layer_option = [*(namespace.layer_option or []), list(values)]
+
+
+def import_modules(parser, modules):
+    """Imports each module of `--import`, from the current folder first (as
+    `python -c` would) or `sys.path`, so that the units it registers with
+    Keras can be named; a module that fails to import is an argument error."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for module in modules or ():
+        try:
+            importlib.import_module(module)
+        except Exception as error:  # what importing the user's module raised
+            parser.error(
+                f"argument --import: could not import {module!r} "
+                f"({type(error).__name__}: {error}); expected a module in the "
+                f"current folder ({os.getcwd()}) or on sys.path"
+            )
+
+
+def check_models(parser, args):
+    """Checks `--models` and `--layer-option` (after `--import`): each model
+    one of the engine's, each layer option's kind a unit, and each layer
+    built with its options (the layer checks its arguments)."""
+    for model in args.models or ():
+        try:
+            unit_kinds(model)
+        except ValueError as error:
+            parser.error(f"argument --models: {error}")
+    for kind in args.layer_options or {}:
+        if unit_class(kind) is None:
+            parser.error(
+                f"--layer-option: unknown layer kind {kind!r}, expected one of "
+                f"{', '.join(LAYERS)} or a registered 'package>Name' (a unit "
+                "of your own: --import its module)"
+            )
+        try:
+            configured_unit(kind, 1, args.layer_options)
+        except (TypeError, ValueError) as error:
+            parser.error(f"--layer-option: {error}")
 
 
 def load_saved(paths, parser):
@@ -345,7 +428,7 @@ def tables(results, args):
 
     def table(title, cell_of):
         rows = [
-            [SYMBOLS[op], *(cell_of(by[op, m], op, m) for m in args.models)]
+            [symbol(op), *(cell_of(by[op, m], op, m) for m in args.models)]
             for op in args.operations
         ]
         header = ["op", *(display_name(m) for m in args.models)]
@@ -403,7 +486,7 @@ def tables(results, args):
                 + (f" ({theirs[n]:.2f})" if n in theirs else "")
                 for n in marks
             ]
-            rows.append([f"{display_name(model)}, {SYMBOLS[op]}", *cells])
+            rows.append([f"{display_name(model)}, {symbol(op)}", *cells])
     return lines + markdown_table(["model, op", *(f"{n:,}" for n in marks)], rows)
 
 
@@ -436,7 +519,7 @@ def formula_lines(results, args):
             exact = [r for r in runs if r.get("formula")]
             if not runs or "formula" not in runs[0]:
                 continue
-            name = f"{display_name(model)}, {SYMBOLS[op]}"
+            name = f"{display_name(model)}, {symbol(op)}"
             line = f"- {name}: {len(exact)}/{len(runs)} snapped"
             if exact:
                 seed = exact[0]["seed"]
@@ -467,7 +550,7 @@ def plot(results, args):
         x = np.arange(len(args.operations)) + j * width
         ax.bar(x, rates, width, yerr=errors, capsize=2, label=display_name(m))
     ax.set_xticks(np.arange(len(args.operations)) + width * (len(args.models) - 1) / 2)
-    ax.set_xticklabels([SYMBOLS[op] for op in args.operations])
+    ax.set_xticklabels([symbol(op) for op in args.operations])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate")
     ax.set_title(
@@ -488,7 +571,7 @@ def plot(results, args):
             runs = [r for r in results if r["model"] == m and r["operation"] == op]
             if not any(r["solved_at"] is not None for r in runs):
                 continue
-            label = f"{display_name(m)} {SYMBOLS[op]}"
+            label = f"{display_name(m)} {symbol(op)}"
             (line,) = curve.step(steps, [solved_by(runs, n) for n in steps],
                                  where="post", label=label)  # fmt: skip
             theirs = MADSEN_JOHANSEN_SOLVED_BY.get(m, {}).get(op, {})
@@ -571,14 +654,15 @@ def main(argv=None):
         # Each worker trains its own seeds, so each checkpoints its own share
         # (nothing is replicated for a chief to write for the others).
         part = f"-worker{worker}of{workers}" if workers > 1 else ""
-        checkpoint = args.checkpoint_dir / f"{model}{part}"
+        folder = model.replace(">", "_") + part  # a user's 'package>Name'
+        checkpoint = args.checkpoint_dir / folder
         checkpoints.append(checkpoint)
         run = bench.run(
             args.iterations,
             eval_every=args.eval_every,
             checkpoint=checkpoint,
             progress=Progress(args.iterations, unit="iteration", label=f"  {model}"),
-            on_eval=_tensorboard_writer(args, bench, f"{model}{part}"),
+            on_eval=_tensorboard_writer(args, bench, folder),
         )
         if run["resumed_at"] is not None:
             print(

@@ -21,41 +21,18 @@ fresh process that imports only TensorFlow, on inputs no model has seen.
     python examples/demo.py --seeds 10 --epochs 40
 """
 
-import argparse
-import json
 import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import keras
 import numpy as np
 
-from keras_nalu import NALU, NAU, NMU, export_saved_model
-from keras_nalu.training import Progress, fit
-from nalu_research.cli import (
-    Checkpoints,
-    add_backend_argument,
-    add_training_arguments,
-    can_export,
-    create_strategy,
-    exits_on_longer_checkpoint,
-    is_chief,
-    positive_float,
-    positive_int,
-    report,
-    shuffled_epochs,
-    steps_per_execution,
-)
-from nalu_research.monitoring import (
-    Evaluation,
-    markdown_table,
-    output_file,
-    output_folder_name,
-    save_json,
-    tensorboard,
-)
+from keras_nalu import NALU, NAU, NMU
+from nalu_research.arguments import positive_int
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.runs import steps_per_execution
+from nalu_research.serving import Export
+from nalu_research.tasks.batches import shuffled_epochs
 
 TRAIN_RANGE = (1.0, 10.0)
 EXTRAPOLATION_RANGE = (100.0, 1000.0)
@@ -89,37 +66,6 @@ MODELS = {
 }
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--seeds", type=positive_int, default=5, help="seeds per model")
-    parser.add_argument(
-        "--epochs", type=positive_int, default=20, help="passes over the training set"
-    )
-    parser.add_argument("--examples", type=positive_int, default=4096)
-    parser.add_argument("--batch-size", type=positive_int, default=64)
-    parser.add_argument("--learning-rate", type=positive_float, default=0.01)
-    parser.add_argument(
-        "--export-dir",
-        type=output_folder_name,
-        default=os.path.join("saved_models", "demo"),
-        help="where the SavedModels go, one folder per task and model",
-    )
-    parser.add_argument(
-        "--no-export",
-        action="store_true",
-        help="train and report only: no SavedModel (which needs TensorFlow)",
-    )
-    parser.add_argument(
-        "--json", type=output_file, default=None, help="also write the results here"
-    )
-    add_training_arguments(parser, "demo", continued_by="--epochs")
-    add_backend_argument(parser, "demo")
-    return parser.parse_args(argv)
-
-
 def sample(operation, n, value_range, seed):
     x = np.random.default_rng(seed).uniform(*value_range, size=(n, 2))
     return x.astype("float32"), TASKS[operation](x[:, :1], x[:, 1:]).astype("float32")
@@ -135,39 +81,6 @@ def build_model(operation, name):
     return keras.Sequential(
         [keras.Input((2,)), *MODELS[operation][name]()], name="model"
     )
-
-
-def train(operation, name, seed, data, args, strategy, checkpoint_dir, tests):
-    """Trains one seed of a row, silently (the demo prints a line per row);
-    with `--tensorboard`, its loss and relative errors on `tests` after
-    every epoch."""
-    x, y = data
-    callbacks = tensorboard(args, folder_name(operation, name), seed)
-    if callbacks:
-        callbacks.insert(0, Evaluation(lambda model: evaluate(model, tests)))
-    keras.utils.set_random_seed(seed)
-    with exits_on_longer_checkpoint("--epochs", checkpoint_dir, 1):
-        return fit(
-            lambda: build_model(operation, name),
-            shuffled_epochs(x, y, args.batch_size, seed),
-            loss="mse",
-            optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-            epochs=args.epochs,
-            strategy=strategy,
-            checkpoint_dir=checkpoint_dir,
-            config={
-                "operation": operation,
-                "model": name,
-                "seed": seed,
-                **{
-                    k: getattr(args, k)
-                    for k in ("examples", "batch_size", "learning_rate", "backend")
-                },
-            },
-            steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
-            callbacks=callbacks,
-            verbose=0,
-        )
 
 
 def evaluate(model, tests):
@@ -186,150 +99,160 @@ def fmt(value):
     return f"{value:.1e}" if np.isfinite(value) else str(value)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    strategy = create_strategy(args)
-    seeds = list(range(args.seeds))
-    print(
-        f"Each model learns y = a+b or y = a*b from {args.examples} examples with a, b "
-        f"in {interval(TRAIN_RANGE)}\n({args.epochs} epochs, batch {args.batch_size}, "
-        f"Adam {args.learning_rate:g}, seeds {seeds[0]}-{seeds[-1]}), then is tested "
-        f"on {interval(TRAIN_RANGE)} and on {interval(EXTRAPOLATION_RANGE)}.\n"
-    )
-    start = time.perf_counter()
-    checkpoints = Checkpoints(args, strategy)
-    rows, exported = [], {}
-    seed_range = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds 0-{seeds[-1]}"
-    progress = Progress(sum(map(len, MODELS.values())) * len(seeds), done=0, unit="run")
-    for operation in TASKS:
-        train_set = sample(operation, args.examples, TRAIN_RANGE, seed=0)
-        tests = {
-            "interpolation": sample(operation, 2000, TRAIN_RANGE, seed=1),
-            "extrapolation": sample(operation, 2000, EXTRAPOLATION_RANGE, seed=2),
-        }
-        for name in MODELS[operation]:
-            errors = {split: [] for split in tests}
-            for seed in seeds:
-                folder = checkpoints(operation.replace("*", "x"), name.split()[0], seed)
-                result = train(
-                    operation, name, seed, train_set, args, strategy, folder, tests
-                )
-                report(result, f"{operation} {name} seed {seed}")
-                for split, error in evaluate(result.model, tests).items():
-                    errors[split.removesuffix("_relative_error")].append(error)
-                if seed == seeds[0]:
-                    exported[(operation, name)] = result.model
-            rows.append((operation, name, errors))
-            progress.update(
-                len(rows) * len(seeds),
-                {"median extrapolation error": np.median(errors["extrapolation"])},
-                what=f"{operation} {name}, {seed_range}",
-            )
-    train_seconds = time.perf_counter() - start
-
-    print(
-        "\nMean relative error |y_hat - y| / |y|: the median over the seeds, "
-        "[min, max] below it;\n'solved' counts seeds that extrapolate to within "
-        f"{SOLVED:g}.\n"
-    )
-    table = []
-    for operation, name, errors in rows:
-        cells = []
-        for split in ("interpolation", "extrapolation"):
-            values = np.array(errors[split])
-            cells.append(
-                f"{fmt(np.median(values))} [{fmt(values.min())}, {fmt(values.max())}]"
-            )
-        solved = int(np.sum(np.array(errors["extrapolation"]) < SOLVED))
-        table.append([operation, name, *cells, f"{solved}/{len(seeds)}"])
-    header = ["task", "model", "interpolation U[1, 10]", "extrapolation U[100, 1000]"]
-    print("\n".join(markdown_table([*header, "solved"], table, align="<<>><")))
-    print(
-        f"\nTrained {len(rows) * len(seeds)} models in {train_seconds:.0f} s "
-        f"on the {keras.backend.backend()} backend."
-    )
-
-    served = None
-    if is_chief(strategy) and not args.no_export and can_export("the models"):
-        served = export_and_serve(exported, args.export_dir)
-    if args.json and is_chief(strategy):
-        write_json(args, rows, served, train_seconds)
-    checkpoints.remove()
-
-
 def folder_name(operation, name):
     return f"{'add' if operation == 'a+b' else 'mul'}_{name.split()[0].lower()}"
 
 
-def export_and_serve(models, export_dir):
-    """Exports each model, then serves all of them from a fresh process that
-    imports TensorFlow only, and prints the served values beside the exact."""
-    root = Path(export_dir)
-    paths = {}
-    for (operation, name), model in models.items():
-        paths[(operation, name)] = export_saved_model(
-            model, root / folder_name(operation, name), SERVED_INPUTS
+class Demo(Experiment):
+    """The demo: what neural arithmetic units are for, in about a minute."""
+
+    name = "demo"
+    arguments = {"seeds": 5, "epochs": 20, "batch_size": 64, "learning_rate": 0.01}
+    record_path = ""  # a record only with --json
+    checkpoints = True
+    continued_by = "--epochs"
+    export_path = os.path.join("saved_models", "demo")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--examples", type=positive_int, default=4096)
+
+    def prepare(self, args, session):
+        self.seeds = list(range(args.seeds))
+        print(
+            f"Each model learns y = a+b or y = a*b from {args.examples} examples "
+            f"with a, b in {interval(TRAIN_RANGE)}\n({args.epochs} epochs, batch "
+            f"{args.batch_size}, Adam {args.learning_rate:g}, seeds "
+            f"{self.seeds[0]}-{self.seeds[-1]}), then is tested on "
+            f"{interval(TRAIN_RANGE)} and on {interval(EXTRAPOLATION_RANGE)}.\n"
         )
-    print(
-        f"\nExported the seed-0 model of each row to {root}/ (each verified against "
-        "its Keras model),\nthen served from a fresh Python process that imports "
-        "only TensorFlow:\n"
-    )
-    served = serve_in_fresh_process([str(p) for p in paths.values()], SERVED_INPUTS)
-    table = []
-    for operation in TASKS:
-        exact = TASKS[operation](SERVED_INPUTS[:, 0], SERVED_INPUTS[:, 1])
-        table.append([operation, "exact", *(f"{v:.6g}" for v in exact)])
-        for (op, name), path in paths.items():
-            if op == operation:
-                table.append([op, name, *(f"{v:.6g}" for v in served[str(path)])])
-    header = ["task", "model", *(f"f({a:g}, {b:g})" for a, b in SERVED_INPUTS)]
-    align = "<<" + ">" * len(SERVED_INPUTS)
-    print("\n".join(markdown_table(header, table, align=align)))
-    return {f"{op} {name}": served[str(p)] for (op, name), p in paths.items()}
+        self.data = {
+            operation: (
+                sample(operation, args.examples, TRAIN_RANGE, seed=0),
+                {
+                    "interpolation": sample(operation, 2000, TRAIN_RANGE, seed=1),
+                    "extrapolation": sample(
+                        operation, 2000, EXTRAPOLATION_RANGE, seed=2
+                    ),
+                },
+            )
+            for operation in TASKS
+        }
+        self.exported = {}
+
+    def runs(self, args):
+        return [(operation, name) for operation in TASKS for name in MODELS[operation]]
+
+    def train(self, args, run, session):
+        """Trains the seeds of a row, silently (a line per row); with
+        `--tensorboard`, each one's loss and relative errors on the test sets
+        after every epoch."""
+        operation, name = run
+        (x, y), tests = self.data[operation]
+        errors = {split: [] for split in tests}
+        for seed in self.seeds:
+            callbacks = session.callbacks(folder_name(operation, name), seed)
+            if callbacks:
+                callbacks.insert(0, Evaluation(lambda model: evaluate(model, tests)))
+            keras.utils.set_random_seed(seed)
+            result = session.fit(
+                operation.replace("*", "x"),
+                name.split()[0],
+                seed,
+                what=f"{operation} {name} seed {seed}",
+                model_fn=lambda: build_model(operation, name),
+                data_fn=shuffled_epochs(x, y, args.batch_size, seed),
+                loss="mse",
+                optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+                epochs=args.epochs,
+                config={
+                    "operation": operation,
+                    "model": name,
+                    "seed": seed,
+                    **{
+                        k: getattr(args, k)
+                        for k in ("examples", "batch_size", "learning_rate", "backend")
+                    },
+                },
+                steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
+                callbacks=callbacks,
+                verbose=0,
+            )
+            for split, error in evaluate(result.model, tests).items():
+                errors[split.removesuffix("_relative_error")].append(error)
+            if seed == self.seeds[0]:
+                self.exported[run] = result.model
+        return {"task": operation, "model": name, **errors}
+
+    def progress(self, row):
+        return {"median extrapolation error": np.median(row["extrapolation"])}
+
+    def run_name(self, run, row):
+        seeds = self.seeds
+        return " ".join(run) + (
+            f", seed {seeds[0]}" if len(seeds) == 1 else f", seeds 0-{seeds[-1]}"
+        )
+
+    def report(self, args, rows):
+        seconds = self.elapsed()
+        print(
+            "\nMean relative error |y_hat - y| / |y|: the median over the seeds, "
+            "[min, max] below it;\n'solved' counts seeds that extrapolate to within "
+            f"{SOLVED:g}.\n"
+        )
+        table = []
+        for row in rows:
+            cells = []
+            for split in ("interpolation", "extrapolation"):
+                values = np.array(row[split])
+                cells.append(
+                    f"{fmt(np.median(values))} [{fmt(values.min())}, "
+                    f"{fmt(values.max())}]"
+                )
+            solved = int(np.sum(np.array(row["extrapolation"]) < SOLVED))
+            table.append([row["task"], row["model"], *cells, f"{solved}/{args.seeds}"])
+        header = [
+            "task",
+            "model",
+            "interpolation U[1, 10]",
+            "extrapolation U[100, 1000]",
+        ]
+        print("\n".join(markdown_table([*header, "solved"], table, align="<<>><")))
+        print(
+            f"\nTrained {len(rows) * args.seeds} models in {seconds:.0f} s "
+            f"on the {keras.backend.backend()} backend."
+        )
+
+    def exports(self, args, rows):
+        return [
+            Export(folder_name(*run), model, SERVED_INPUTS)
+            for run, model in self.exported.items()
+        ]
+
+    def served(self, args, served):
+        """Prints the served values beside the exact ones."""
+        print(
+            f"\nExported the seed-0 model of each row to {args.export_dir}/ (each "
+            "verified against its Keras model),\nthen served from a fresh Python "
+            "process that imports only TensorFlow:\n"
+        )
+        values = {
+            run: np.ravel(served[folder_name(*run)]["served"]) for run in self.exported
+        }
+        table = []
+        for operation in TASKS:
+            exact = TASKS[operation](SERVED_INPUTS[:, 0], SERVED_INPUTS[:, 1])
+            table.append([operation, "exact", *(f"{v:.6g}" for v in exact)])
+            for (op, name), value in values.items():
+                if op == operation:
+                    table.append([op, name, *(f"{v:.6g}" for v in value)])
+        header = ["task", "model", *(f"f({a:g}, {b:g})" for a, b in SERVED_INPUTS)]
+        align = "<<" + ">" * len(SERVED_INPUTS)
+        print("\n".join(markdown_table(header, table, align=align)))
+        return {f"{op} {name}": value.tolist() for (op, name), value in values.items()}
+
+    def record(self, args, rows):
+        return {"errors": rows, "served_inputs": SERVED_INPUTS.tolist()}
 
 
-# Runs in the fresh process: no keras_nalu, no Keras, only TensorFlow.
-_SERVE = """
-import json, sys
-import tensorflow as tf
-paths, x = json.loads(sys.stdin.read())
-out = {}
-for path in paths:
-    model = tf.saved_model.load(path)
-    out[path] = model.serve(tf.constant(x, tf.float32)).numpy()[:, 0].tolist()
-assert "keras_nalu" not in sys.modules
-print(json.dumps(out))
-"""
-
-
-def serve_in_fresh_process(paths, x):
-    result = subprocess.run(
-        [sys.executable, "-c", _SERVE],
-        input=json.dumps([paths, x.tolist()]),
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"serving failed:\n{result.stderr[-2000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def write_json(args, rows, served, seconds):
-    results = {
-        "settings": {k: v for k, v in vars(args).items() if k != "json"},
-        "train_seconds": seconds,
-        "errors": [
-            {"task": operation, "model": name, **errors}
-            for operation, name, errors in rows
-        ],
-        "served_inputs": SERVED_INPUTS.tolist(),
-        "served": served,
-    }
-    save_json(results, args.json)  # never a half-written file
-
-
-if __name__ == "__main__":
-    main()
+def main(argv=None):
+    return Demo().main(argv)

@@ -27,38 +27,17 @@ resumes from its checkpoints (`keras_nalu.training.fit`).
     python examples/first_contact.py --units NAC NAU --operations a+b a-b
 """
 
-import argparse
 import functools
-import time
 
 import keras
 import numpy as np
 
 from keras_nalu import INALU, snap_weights
-from keras_nalu.training import Progress, fit
 from nalu_research import side_by_side
-from nalu_research.cli import (
-    Checkpoints,
-    add_backend_argument,
-    add_training_arguments,
-    create_strategy,
-    exits_on_longer_checkpoint,
-    is_chief,
-    positive_float,
-    positive_int,
-    report,
-    resumed_total,
-    steps_per_execution,
-)
-from nalu_research.monitoring import (
-    add_output_arguments,
-    markdown_table,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.arguments import Shared, positive_int
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table
+from nalu_research.runs import resumed_total, steps_per_execution
 from nalu_research.seed_batched import LAYERS
 from nalu_research.side_by_side import output_name, outputs_of, seeded
 from nalu_research.tasks.first_contact import (
@@ -96,38 +75,6 @@ TRAINING_ARGUMENTS = (
     "eval_every",
     "backend",
 )
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--operations", nargs="+", default=list(OPERATIONS), choices=list(OPERATIONS)
-    )
-    parser.add_argument("--units", nargs="+", default=list(UNITS), choices=list(UNITS))
-    parser.add_argument(
-        "--seeds", type=positive_int, default=10, help="seeds 0..N-1 per row"
-    )
-    parser.add_argument("--epochs", type=positive_int, default=100)
-    parser.add_argument(
-        "--eval-every",
-        type=positive_int,
-        default=10,
-        help="epochs between evaluations (and checkpoints); the errors after "
-        f"{EARLY_EPOCH} epochs are read when {EARLY_EPOCH} is one of them "
-        "(default %(default)s)",
-    )
-    parser.add_argument("--examples", type=positive_int, default=4096)
-    parser.add_argument("--batch-size", type=positive_int, default=64)
-    parser.add_argument("--learning-rate", type=positive_float, default=0.01)
-    add_output_arguments(parser, "results/first_contact.json")
-    add_training_arguments(parser, "first_contact", continued_by="--epochs")
-    add_backend_argument(parser, "first_contact")
-    args = parser.parse_args(argv)
-    args.png = png_path(args)
-    return args
 
 
 def build_model(unit, seeds):
@@ -186,36 +133,35 @@ def seed_errors(seeds, tests):
     )
 
 
-def train_row(operation, unit, seeds, data, tests, args, strategy, checkpoint_dir):
-    """Trains the seeds of one row side by side; returns the `training.fit`
+def train_row(operation, unit, seeds, data, tests, args, session):
+    """Trains the seeds of one row side by side on the `session`'s strategy,
+    checkpointed in its folder OPERATION/UNIT; returns the `training.fit`
     result."""
     x, y = data
     evaluations, data_fn = epoch_data(x, y, len(seeds), args, seed=0)
     keras.utils.set_random_seed(0)
-    with exits_on_longer_checkpoint("--epochs", checkpoint_dir, args.eval_every):
-        return fit(
-            lambda: build_model(unit, seeds),
-            data_fn,
-            loss=["mse"] * len(seeds),
-            optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-            epochs=evaluations,
-            strategy=strategy,
-            checkpoint_dir=checkpoint_dir,
-            config={
-                "operation": operation,
-                "unit": unit,
-                "seeds": list(seeds),
-                **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
-                # More epochs continue a kept run whose evaluations were whole.
-                "epochs": resumed_total(args.epochs, args.eval_every),
-            },
-            callbacks=[
-                seed_errors(seeds, tests),
-                *tensorboard(args, operation.replace(" ", "_"), unit),
-            ],
-            steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
-            verbose=0,
-        )
+    folder = (operation.replace(" ", "_"), unit)
+    return session.fit(
+        *folder,
+        what=f"{operation} {unit}",
+        per_epoch=args.eval_every,
+        model_fn=lambda: build_model(unit, seeds),
+        data_fn=data_fn,
+        loss=["mse"] * len(seeds),
+        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+        epochs=evaluations,
+        config={
+            "operation": operation,
+            "unit": unit,
+            "seeds": list(seeds),
+            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+            # More epochs continue a kept run whose evaluations were whole.
+            "epochs": resumed_total(args.epochs, args.eval_every),
+        },
+        callbacks=[seed_errors(seeds, tests), *session.callbacks(*folder)],
+        steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
+        verbose=0,
+    )
 
 
 def check_sets(operation):
@@ -269,171 +215,219 @@ def cell(values):
     return f"{fmt(np.median(values))} [{fmt(values.min())}, {fmt(values.max())}]"
 
 
-def print_tables(rows, args):
-    early = EARLY_EPOCH in evaluated_epochs(args)[:-1]
-    heads = ([f"after {EARLY_EPOCH} epochs"] if early else []) + [
-        f"after {args.epochs} epochs"
-    ]
-    print(
-        "\nExtrapolation error mean |y_hat - y| / mean |y| on inputs 100 times "
-        "larger than in training:\nthe median over the seeds, [min, max]; the "
-        f"seeds at most 1e-6 and 1e-4 after {args.epochs} epochs.\n"
-    )
-    for operation in args.operations:
-        low, high = TRAIN_RANGES[operation]
-        print(
-            f"{operation}: trained on U[{low:g}, {high:g}], tested on "
-            f"{'+-' if operation.startswith('signed') else ''}"
-            f"U[{EXTRAPOLATION_RANGE[0]:g}, {EXTRAPOLATION_RANGE[1]:g}]\n"
-        )
-        table = []
-        for row in rows:
-            if row["operation"] != operation:
-                continue
-            marks = [row["errors"]["early"]] if early else []
-            marks.append(row["errors"]["final"])
-            cells = [cell(m["extrapolation"]) for m in marks]
-            name = row["unit"] + (" (diverged)" if row["diverged"] else "")
-            table.append([name, *cells, *counts(marks[-1])])
-            if "snapped" in row:
-                snapped = row["snapped"]
-                verified = sum(snapped["verified"])
-                table.append(
-                    [
-                        f"{row['unit']} + snap_weights ({verified}/"
-                        f"{len(snapped['verified'])} verified)",
-                        *["-"] * (len(heads) - 1),
-                        cell(snapped["extrapolation"]),
-                        *counts(snapped),
-                    ]
-                )
-        header = ["unit", *heads, "<= 1e-6", "<= 1e-4"]
-        print("\n".join(markdown_table(header, table)))
-        print()
-    print(
-        "'+ snap_weights': each seed's trained layer snapped to exact weights "
-        "by keras_nalu.snap_weights,\nkept where it fits fresh samples of both "
-        f"ranges within {SNAP_RTOL:g} (verified), else the trained layer.\n"
-    )
-
-
 def counts(errors):
     final = np.asarray(errors["extrapolation"])
     return [f"{int(np.sum(final <= t))}/{len(final)}" for t in THRESHOLDS]
 
 
-def plot(rows, args):
-    plt = pyplot()
-    operations = args.operations
-    fig, axes = plt.subplots(
-        1, len(operations), figsize=(2.6 * len(operations) + 1, 3.6), sharey=True
-    )
-    axes = np.atleast_1d(axes)
-    for ax, operation in zip(axes, operations, strict=True):
-        mine = [r for r in rows if r["operation"] == operation]
-        for i, row in enumerate(mine):
-            values = np.asarray(row["errors"]["final"]["extrapolation"], dtype=float)
-            shown = np.clip(np.nan_to_num(values, nan=1e3, posinf=1e3), 1e-9, 1e3)
-            ax.scatter(np.full(len(shown), i), shown, s=9, alpha=0.5, color="C0")
-            ax.plot([i - 0.3, i + 0.3], [np.median(shown)] * 2, color="C3", lw=2)
-            if "snapped" in row:
-                snapped = np.asarray(row["snapped"]["extrapolation"], dtype=float)
-                snapped = np.clip(
-                    np.nan_to_num(snapped, nan=1e3, posinf=1e3), 1e-9, 1e3
+class FirstContact(Experiment):
+    """First contact: every unit of the package, and Dense, as a new user meets them."""
+
+    name = "first_contact"
+    arguments = {
+        "seeds": Shared(10, help="seeds 0..N-1 per row"),
+        "epochs": 100,
+        "eval_every": Shared(
+            10,
+            help="epochs between evaluations (and checkpoints); the errors after "
+            f"{EARLY_EPOCH} epochs are read when {EARLY_EPOCH} is one of them "
+            "(default %(default)s)",
+        ),
+        "batch_size": 64,
+        "learning_rate": 0.01,
+    }
+    record_path = "results/first_contact.json"
+    plots = True
+    checkpoints = True
+    continued_by = "--epochs"
+    run_unit = "model"
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--operations",
+            nargs="+",
+            default=list(OPERATIONS),
+            choices=list(OPERATIONS),
+        )
+        parser.add_argument(
+            "--units", nargs="+", default=list(UNITS), choices=list(UNITS)
+        )
+        parser.add_argument("--examples", type=positive_int, default=4096)
+
+    def prepare(self, args, session):
+        self.seeds = list(range(args.seeds))
+        # Each operation's training set and test sets.
+        self.sets = {
+            operation: (
+                sample(operation, args.examples, "train", seed=0),
+                {
+                    "interpolation": sample(operation, TEST_SIZE, "train", seed=1),
+                    "extrapolation": sample(
+                        operation, TEST_SIZE, "extrapolation", seed=2
+                    ),
+                },
+            )
+            for operation in args.operations
+        }
+        print(
+            f"One layer UNIT(1) on two inputs, {args.examples} training examples, "
+            f"model.fit with Adam {args.learning_rate:g}, batch {args.batch_size}, "
+            f"{args.epochs} epochs, seeds {self.seeds[0]}-{self.seeds[-1]} side by "
+            f"side; {keras.backend.backend()} backend.\n"
+        )
+
+    def runs(self, args):
+        return [
+            (operation, unit) for operation in args.operations for unit in args.units
+        ]
+
+    def train(self, args, run, session):
+        operation, unit = run
+        data, tests = self.sets[operation]
+        result = train_row(operation, unit, self.seeds, data, tests, args, session)
+        row = {
+            "operation": operation,
+            "unit": unit,
+            "errors": row_results(result.history, self.seeds, args),
+            "diverged": result.divergence,
+            "median_curves": {
+                split: result.history[f"{split}_median"] for split in SPLITS
+            },
+        }
+        if unit in SNAPPABLE:
+            row["snapped"] = snapped_errors(
+                result.model, self.seeds, check_sets(operation), tests
+            )
+        return row
+
+    def run_name(self, run, row):
+        operation, unit = run
+        return f"{operation} {unit}" + (", diverged" if row["diverged"] else "")
+
+    def progress(self, row):
+        errors = row["errors"]
+        return {
+            f"median extrapolation error{f' at {e}' if e else ''}": np.median(
+                errors[mark]["extrapolation"]
+            )
+            for mark, e in (("early", EARLY_EPOCH), ("final", None))
+            if mark in errors
+        }
+
+    def report(self, args, rows):
+        early = EARLY_EPOCH in evaluated_epochs(args)[:-1]
+        heads = ([f"after {EARLY_EPOCH} epochs"] if early else []) + [
+            f"after {args.epochs} epochs"
+        ]
+        print(
+            "\nExtrapolation error mean |y_hat - y| / mean |y| on inputs 100 times "
+            "larger than in training:\nthe median over the seeds, [min, max]; the "
+            f"seeds at most 1e-6 and 1e-4 after {args.epochs} epochs.\n"
+        )
+        for operation in args.operations:
+            low, high = TRAIN_RANGES[operation]
+            print(
+                f"{operation}: trained on U[{low:g}, {high:g}], tested on "
+                f"{'+-' if operation.startswith('signed') else ''}"
+                f"U[{EXTRAPOLATION_RANGE[0]:g}, {EXTRAPOLATION_RANGE[1]:g}]\n"
+            )
+            table = []
+            for row in rows:
+                if row["operation"] != operation:
+                    continue
+                marks = [row["errors"]["early"]] if early else []
+                marks.append(row["errors"]["final"])
+                cells = [cell(m["extrapolation"]) for m in marks]
+                name = row["unit"] + (" (diverged)" if row["diverged"] else "")
+                table.append([name, *cells, *counts(marks[-1])])
+                if "snapped" in row:
+                    snapped = row["snapped"]
+                    verified = sum(snapped["verified"])
+                    table.append(
+                        [
+                            f"{row['unit']} + snap_weights ({verified}/"
+                            f"{len(snapped['verified'])} verified)",
+                            *["-"] * (len(heads) - 1),
+                            cell(snapped["extrapolation"]),
+                            *counts(snapped),
+                        ]
+                    )
+            header = ["unit", *heads, "<= 1e-6", "<= 1e-4"]
+            print("\n".join(markdown_table(header, table)))
+            print()
+        print(
+            "'+ snap_weights': each seed's trained layer snapped to exact weights "
+            "by keras_nalu.snap_weights,\nkept where it fits fresh samples of both "
+            f"ranges within {SNAP_RTOL:g} (verified), else the trained layer.\n"
+        )
+        print(
+            f"Trained {len(rows)} models of {len(self.seeds)} seeds in "
+            f"{self.elapsed():.0f} s on the "
+            f"{keras.backend.backend()} backend."
+        )
+
+    def record(self, args, rows):
+        settings = {k: v for k, v in vars(args).items() if k != "strategy"}
+        return {
+            "settings": {
+                **settings,
+                "test_size": TEST_SIZE,
+                "thresholds": THRESHOLDS,
+                "seconds": round(self.elapsed(), 1),
+            },
+            "rows": rows,  # what the docs' tables read (also the record's runs)
+        }
+
+    def plot(self, args, rows, plt):
+        """Each seed's extrapolation error per row (dots), their median (bar)
+        and the median snapped (triangle), a panel per operation."""
+        operations = args.operations
+        fig, axes = plt.subplots(
+            1, len(operations), figsize=(2.6 * len(operations) + 1, 3.6), sharey=True
+        )
+        axes = np.atleast_1d(axes)
+        for ax, operation in zip(axes, operations, strict=True):
+            mine = [r for r in rows if r["operation"] == operation]
+            for i, row in enumerate(mine):
+                values = np.asarray(
+                    row["errors"]["final"]["extrapolation"], dtype=float
                 )
-                ax.scatter(
-                    [i + 0.25],
-                    [np.median(snapped)],
-                    marker="v",
-                    s=30,
-                    color="C2",
-                    label="snapped (median)",
-                )
-        ax.set_xticks(range(len(mine)), [r["unit"] for r in mine], rotation=60)
-        ax.set_yscale("log")
-        ax.set_ylim(1e-9, 2e3)
-        for threshold in THRESHOLDS:
-            ax.axhline(threshold, color="0.6", lw=0.8, ls=":")
-        ax.set_title(operation, fontsize=10)
-    axes[0].set_ylabel("extrapolation error (relative)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    if handles:
-        unique = dict(zip(labels, handles, strict=True))
-        fig.legend(unique.values(), unique.keys(), loc="upper right", fontsize=8)
-    fig.suptitle(
-        f"One layer, {args.epochs} epochs of model.fit: each seed (dots), the "
-        "median (bar), snapped by snap_weights (triangle); dotted at 1e-6 and 1e-4",
-        fontsize=9,
-    )
-    fig.tight_layout()
-    save_png(fig, args.png)
+                shown = np.clip(np.nan_to_num(values, nan=1e3, posinf=1e3), 1e-9, 1e3)
+                ax.scatter(np.full(len(shown), i), shown, s=9, alpha=0.5, color="C0")
+                ax.plot([i - 0.3, i + 0.3], [np.median(shown)] * 2, color="C3", lw=2)
+                if "snapped" in row:
+                    snapped = np.asarray(row["snapped"]["extrapolation"], dtype=float)
+                    snapped = np.clip(
+                        np.nan_to_num(snapped, nan=1e3, posinf=1e3), 1e-9, 1e3
+                    )
+                    ax.scatter(
+                        [i + 0.25],
+                        [np.median(snapped)],
+                        marker="v",
+                        s=30,
+                        color="C2",
+                        label="snapped (median)",
+                    )
+            ax.set_xticks(range(len(mine)), [r["unit"] for r in mine], rotation=60)
+            ax.set_yscale("log")
+            ax.set_ylim(1e-9, 2e3)
+            for threshold in THRESHOLDS:
+                ax.axhline(threshold, color="0.6", lw=0.8, ls=":")
+            ax.set_title(operation, fontsize=10)
+        axes[0].set_ylabel("extrapolation error (relative)")
+        handles, labels = axes[0].get_legend_handles_labels()
+        if handles:
+            unique = dict(zip(labels, handles, strict=True))
+            fig.legend(unique.values(), unique.keys(), loc="upper right", fontsize=8)
+        fig.suptitle(
+            f"One layer, {args.epochs} epochs of model.fit: each seed (dots), the "
+            "median (bar), snapped by snap_weights (triangle); dotted at 1e-6 and "
+            "1e-4",
+            fontsize=9,
+        )
+        fig.tight_layout()
+        return fig
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    strategy = create_strategy(args)
-    checkpoints = Checkpoints(args, strategy)
-    seeds = list(range(args.seeds))
-    print(
-        f"One layer UNIT(1) on two inputs, {args.examples} training examples, "
-        f"model.fit with Adam {args.learning_rate:g}, batch {args.batch_size}, "
-        f"{args.epochs} epochs, seeds {seeds[0]}-{seeds[-1]} side by side; "
-        f"{keras.backend.backend()} backend.\n"
-    )
-    rows = []
-    progress = Progress(len(args.operations) * len(args.units), done=0, unit="model")
-    start = time.perf_counter()
-    for operation in args.operations:
-        data = sample(operation, args.examples, "train", seed=0)
-        tests = {
-            "interpolation": sample(operation, TEST_SIZE, "train", seed=1),
-            "extrapolation": sample(operation, TEST_SIZE, "extrapolation", seed=2),
-        }
-        for unit in args.units:
-            folder = checkpoints(operation.replace(" ", "_"), unit)
-            result = train_row(
-                operation, unit, seeds, data, tests, args, strategy, folder
-            )
-            report(result, f"{operation} {unit}")
-            errors = row_results(result.history, seeds, args)
-            rows.append(
-                {"operation": operation, "unit": unit, "errors": errors,
-                 "diverged": result.divergence,
-                 "median_curves": {
-                     split: result.history[f"{split}_median"] for split in SPLITS
-                 }}
-            )  # fmt: skip
-            if unit in SNAPPABLE:
-                rows[-1]["snapped"] = snapped_errors(
-                    result.model, seeds, check_sets(operation), tests
-                )
-            progress.update(
-                len(rows),
-                {
-                    f"median extrapolation error{f' at {e}' if e else ''}": np.median(
-                        errors[mark]["extrapolation"]
-                    )
-                    for mark, e in (("early", EARLY_EPOCH), ("final", None))
-                    if mark in errors
-                },
-                what=f"{operation} {unit}"
-                + (", diverged" if result.divergence else ""),
-            )
-    seconds = time.perf_counter() - start
-    print_tables(rows, args)
-    print(
-        f"Trained {len(rows)} models of {len(seeds)} seeds in {seconds:.0f} s on "
-        f"the {keras.backend.backend()} backend."
-    )
-    if is_chief(strategy):
-        plot(rows, args)
-        settings = {k: v for k, v in vars(args).items() if k != "strategy"}
-        save_json(
-            {"settings": {**settings, "test_size": TEST_SIZE, "thresholds": THRESHOLDS,
-                          "seconds": round(seconds, 1)},
-             "rows": rows},
-            args.json,
-        )  # fmt: skip
-        print(f"Wrote {args.json} and {args.png}.")
-    checkpoints.remove()
-    return 0
+    return FirstContact().main(argv)

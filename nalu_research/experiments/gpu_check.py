@@ -22,9 +22,10 @@ and PyTorch their device when they start:
    iteration 1,000,000, ramped to 10 by 2,000,000), 100 seeds in one program,
    trained for as many iterations as `--anchor-seconds` allows; solved seeds
    counted by the strict criterion, and seeds 0-49 compared seed for seed
-   with the 2M-iteration CPU run of `docs/units_anchor_nmu.json`.
+   with the 2M-iteration CPU run of
+   `docs/experiments/units-benchmark/units_anchor_nmu.json`.
 
-It writes `docs/gpu.md` and `docs/gpu.json`. With `--dry-run` (what
+It writes `docs/gpu.md` and `docs/gpu/gpu.json`. With `--dry-run` (what
 `GPU_CHECK_DRY_RUN=1 make gpu-check` runs, and CI) every part runs on this
 machine's CPU at tiny sizes, written under `results/gpu_check/`: it checks
 the script, not the GPU.
@@ -33,7 +34,6 @@ the script, not the GPU.
     GPU_CHECK_DRY_RUN=1 make gpu-check      # here, under 5 minutes
 """
 
-import argparse
 import concurrent.futures
 import contextlib
 import io
@@ -48,9 +48,12 @@ import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-CPU_ANCHOR = ROOT / "docs" / "units_anchor_nmu.json"
+CPU_ANCHOR = ROOT / "docs/experiments/units-benchmark/units_anchor_nmu.json"
 MARK = "gpu-check: "
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 ERROR = re.compile(r"^(\w+): .*relative error .*: median (\S+), max (\S+)$", re.M)
@@ -102,54 +105,82 @@ VARIANTS = {
 DEMO_VARIANTS = ("jax-gpu", "jax-cpu", "jax-gpu-tf32")
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        default=os.environ.get("GPU_CHECK_DRY_RUN") == "1",
-        help="run every part on this machine's CPU at tiny sizes "
-        "(default: set by GPU_CHECK_DRY_RUN=1)",
-    )
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=None,
-        help="folder of gpu.md and gpu.json (default docs/, or "
-        "results/gpu_check/ for a dry run)",
-    )
-    parser.add_argument(
-        "--phase-seconds",
-        type=float,
-        default=150.0,
-        help="time limit of each README and demo worker (default %(default)s)",
-    )
-    parser.add_argument(
-        "--tests-seconds",
-        type=float,
-        default=240.0,
-        help="time limit of each backend's tests (default %(default)s)",
-    )
-    parser.add_argument(
-        "--anchor-seconds",
-        type=float,
-        default=120.0,
-        help="training time of the anchor run (default %(default)s)",
-    )
-    parser.add_argument(
-        "--from-json",
-        type=Path,
-        default=None,
-        help="write gpu.md again from this gpu.json, running nothing",
-    )
-    parser.add_argument("--backend", help=argparse.SUPPRESS)  # set per worker
-    args = parser.parse_args(argv)
-    if args.output is None:
-        args.output = ROOT / ("results/gpu_check" if args.dry_run else "docs")
-    return args
+class GpuCheck(Experiment):
+    """The package on a GPU, beside the same machine's CPU: `make gpu-check`.
+
+    One run, `run_check`'s parts in processes of their own; the record is
+    `--output`/gpu/gpu.json and the page `--output`/gpu.md (`report`)."""
+
+    name = "gpu_check"
+    record_path = "{output}/gpu/gpu.json"
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            default=os.environ.get("GPU_CHECK_DRY_RUN") == "1",
+            help="run every part on this machine's CPU at tiny sizes "
+            "(default: set by GPU_CHECK_DRY_RUN=1)",
+        )
+        parser.add_argument(
+            "--output",
+            type=Path,
+            default=None,
+            help="folder of gpu.md and gpu/gpu.json (default docs/, or "
+            "results/gpu_check/ for a dry run)",
+        )
+        parser.add_argument(
+            "--phase-seconds",
+            type=float,
+            default=150.0,
+            help="time limit of each README and demo worker (default %(default)s)",
+        )
+        parser.add_argument(
+            "--tests-seconds",
+            type=float,
+            default=240.0,
+            help="time limit of each backend's tests (default %(default)s)",
+        )
+        parser.add_argument(
+            "--anchor-seconds",
+            type=float,
+            default=120.0,
+            help="training time of the anchor run (default %(default)s)",
+        )
+        parser.add_argument(
+            "--from-json",
+            type=Path,
+            default=None,
+            help="write gpu.md again from this gpu.json, running nothing",
+        )
+
+    def check_arguments(self, args, parser):
+        if args.output is None:
+            args.output = ROOT / ("results/gpu_check" if args.dry_run else "docs")
+
+    def train(self, args, run, session):
+        self.results = run_check(args)
+        return {
+            "seconds": self.results["seconds"],
+            "failed": failed_parts(self.results),
+        }
+
+    def report(self, args, rows):
+        self.page = report(self.results)
+        print(self.page)
+
+    def record(self, args, rows):
+        return self.results
+
+    def finish(self, args, rows):
+        args.output.mkdir(parents=True, exist_ok=True)
+        partial = args.output / "gpu.md.partial"
+        partial.write_text(self.page)
+        partial.replace(args.output / "gpu.md")
+        print(f"Wrote {args.output / 'gpu.md'}.")
+        failed = failed_parts(self.results)
+        if failed:
+            print("Parts that failed: " + ", ".join(failed), file=sys.stderr)
 
 
 # --- workers: each runs in a process of its own -----------------------------
@@ -582,8 +613,6 @@ def _sci(value):
 
 def report(results):
     """`docs/gpu.md`'s text from the results of `run_check`."""
-    from nalu_research.monitoring import markdown_table
-
     machine = results["machine"]
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
     lines = [
@@ -695,8 +724,6 @@ def report(results):
 def _error_table(parts, value):
     """A table of `{variant: {"errors": {unit: ...}, "device": ...}}`, one
     column per variant, `value(errors, unit)` in each cell."""
-    from nalu_research.monitoring import markdown_table
-
     units = sorted({u for r in parts.values() for u in r.get("errors", {})})
     rows = []
     for unit in units:
@@ -762,23 +789,9 @@ def anchor_report(anchor):
     return lines
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    from nalu_research.monitoring import save_json
-
-    if args.from_json is not None:
-        results = json.loads(args.from_json.read_text())
-    else:
-        results = run_check(args)
-        save_json(results, args.output / "gpu.json")
-    text = report(results)
-    args.output.mkdir(parents=True, exist_ok=True)
-    partial = args.output / "gpu.md.partial"
-    partial.write_text(text)
-    partial.replace(args.output / "gpu.md")
-    print(text)
-    print(f"Wrote {args.output / 'gpu.md'} and gpu.json.")
-    broken = [
+def failed_parts(results):
+    """The names of the parts of `results` that failed or found failures."""
+    return [
         name
         for name, part in (
             *(("tests " + v, r) for v, r in results["tests"].items()),
@@ -790,10 +803,18 @@ def main(argv=None):
         )
         if "error" in part or part.get("failed")
     ]
-    if broken:
-        print("Parts that failed: " + ", ".join(broken), file=sys.stderr)
-        return 1
-    return 0
+
+
+def main(argv=None):
+    check = GpuCheck()
+    args = check.parse_args(argv)
+    if args.from_json is None:
+        check.main(argv)
+    else:  # the page again from a record: runs nothing, writes no record
+        check.results = json.loads(args.from_json.read_text())
+        check.report(args, [])
+        check.finish(args, [])
+    return 1 if failed_parts(check.results) else 0
 
 
 if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "--worker":

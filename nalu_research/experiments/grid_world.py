@@ -31,15 +31,16 @@ After training, each agent plays `--eval-episodes` episodes for every T in
 `--eval-instructions` (actions sampled from its policy, as in training), and
 the script prints the average episode reward with its standard error beside
 the paper's reading of Figure 5, plots the figure (`--png`), writes the
-results (`--json`) and saves each agent as `.keras` and as a SavedModel
-under `saved_models/` (`saved_models/grid_world_AGENT`).
+results (`--json`) and saves each agent of seed 0 as `.keras` and as a
+SavedModel that takes one step a call, served from a fresh process, in
+`--export-dir` (`saved_models/grid_world_AGENT`; `--no-export`: none).
 
     python examples/grid_world.py --quick
     python examples/grid_world.py     # 3 agents x 3 seeds
-    python examples/grid_world.py --agents a2c_counter --beside docs/grid_world.json
+    python examples/grid_world.py --agents a2c_counter \
+        --beside docs/experiments/grid-world/grid_world.json
 """
 
-import argparse
 import json
 import math
 import time
@@ -51,31 +52,14 @@ import numpy as np
 from keras import ops
 
 from keras_nalu import validation
-from keras_nalu.training import Progress, fit
-from nalu_research.cli import (
-    Checkpoints,
-    add_backend_argument,
-    add_training_arguments,
-    can_export,
-    create_strategy,
-    exits_on_longer_checkpoint,
-    non_negative_float,
-    one_batch,
-    positive_float,
-    positive_int,
-    report,
-)
+from keras_nalu.training import Progress
+from nalu_research.arguments import Shared, non_negative_float, positive_int
+from nalu_research.experiment import Experiment
 from nalu_research.layers import ImageSequenceEncoder, InstructedLSTMCell
-from nalu_research.monitoring import (
-    add_output_arguments,
-    markdown_table,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.monitoring import markdown_table, pyplot, save_png
+from nalu_research.serving import Export
 from nalu_research.tasks import grid_world
+from nalu_research.tasks.batches import one_batch
 
 _register = keras.saving.register_keras_serializable(package="nalu_research")
 
@@ -261,11 +245,7 @@ def vector_env(episodes, **kwargs):
     )
 
 
-def optimizer(args):
-    return keras.optimizers.Adam(args.learning_rate, global_clipnorm=args.clipnorm)
-
-
-def train(agent, seed, args, checkpoint_dir):
+def fit_agent(agent, seed, args, session):
     """Trains one agent from `seed` for `--updates` updates (the epochs of
     `keras_nalu.training.fit`, each checkpointed); returns the fit result
     with the history of the episodes' mean reward and length per update."""
@@ -277,7 +257,8 @@ def train(agent, seed, args, checkpoint_dir):
         built["model"] = agent_model(**AGENTS[agent][1])
         return built["model"]
 
-    played = EpisodeLog(args.updates, args.every, f"{AGENTS[agent][0]} seed {seed}")
+    what = f"{AGENTS[agent][0]} seed {seed}"
+    played = EpisodeLog(args.updates, args.every, what)
 
     def data_fn(update):
         # The update's episodes and actions depend only on (seed, update).
@@ -286,22 +267,26 @@ def train(agent, seed, args, checkpoint_dir):
         played.record(steps)
         return one_batch(training_batch(built["model"], steps))
 
-    with exits_on_longer_checkpoint("--updates", checkpoint_dir, 1):
-        result = fit(
-            model_fn,
-            data_fn,
-            loss={"policy": ActorCriticLoss(args.entropy), "value": "mse"},
-            optimizer_fn=lambda: optimizer(args),
-            epochs=args.updates,
-            checkpoint_dir=checkpoint_dir,
-            config={
-                "agent": agent,
-                "seed": seed,
-                **{k: getattr(args, k) for k in TRAINING},
-            },
-            callbacks=[played, *tensorboard(args, agent, seed)],
-            verbose=0,
-        )
+    result = session.fit(
+        agent,
+        seed,
+        what=what,
+        continued_by="--updates",
+        model_fn=model_fn,
+        data_fn=data_fn,
+        loss={"policy": ActorCriticLoss(args.entropy), "value": "mse"},
+        optimizer_fn=lambda: keras.optimizers.Adam(
+            args.learning_rate, global_clipnorm=args.clipnorm
+        ),
+        epochs=args.updates,
+        config={
+            "agent": agent,
+            "seed": seed,
+            **{k: getattr(args, k) for k in TRAINING},
+        },
+        callbacks=[played, *session.callbacks(agent, seed)],
+        verbose=0,
+    )
     envs.close()
     return result
 
@@ -369,98 +354,193 @@ def evaluate(model, instructions, episodes, seed):
 # The arguments that change a run's results: a checkpoint resumes only a run
 # with the same ones.
 TRAINING = ("envs", "learning_rate", "clipnorm", "entropy")
+# The budget's defaults, of a full run and of `--quick`.
+FULL = {"updates": 2500, "seeds": 3, "envs": 32, "eval_episodes": 400}
 QUICK = {"updates": 20, "seeds": 1, "envs": 8, "eval_episodes": 20}
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS)
-    )
-    parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 3)")
-    parser.add_argument(
-        "--updates",
-        type=positive_int,
-        help="updates per agent and seed (default 2,500)",
-    )
-    parser.add_argument(
-        "--envs", type=positive_int, help="episodes per update (default 32)"
-    )
-    parser.add_argument("--learning-rate", type=positive_float, default=1e-3)
-    parser.add_argument(
-        "--clipnorm", type=positive_float, default=1.0, help="Adam's global_clipnorm"
-    )
-    parser.add_argument(
-        "--entropy",
-        type=non_negative_float,
-        default=0.01,
-        help="the entropy bonus's weight",
-    )
-    parser.add_argument(
-        "--eval-episodes",
-        type=positive_int,
-        help="episodes per T in the evaluation (default 400: a standard error "
-        "below 0.05 for rewards in [-1, 1])",
-    )
-    parser.add_argument(
-        "--eval-instructions",
-        nargs=2,
-        type=int,
-        default=[1, 25],
-        metavar=("LOW", "HIGH"),
-        help="the T evaluated, LOW..HIGH (default 1 25, Figure 5's range)",
-    )
-    parser.add_argument(
-        "--every", type=positive_int, default=100, help="updates per progress line"
-    )
-    parser.add_argument(
-        "--save-dir",
-        type=Path,
-        default=Path("saved_models"),
-        help="each agent is saved here as grid_world_AGENT.keras and as the "
-        "SavedModel grid_world_AGENT (default %(default)s)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="a smoke run: 1 seed, 20 updates of 8 episodes, 20 episodes per T",
-    )
-    parser.add_argument(
-        "--beside",
-        type=Path,
-        metavar="JSON",
-        help="an earlier run's results (its --json): its runs of the agents "
-        "not trained now are shown beside these in the table, the plot and "
-        "the JSON; its settings must be these",
-    )
-    parser.add_argument(
-        "--report",
-        action="store_true",
-        help="train nothing: print the table of the results in --json and "
-        "plot them again",
-    )
-    add_output_arguments(parser, "results/grid_world.json")
-    add_training_arguments(parser, "grid_world", continued_by="--updates")
-    add_backend_argument(parser, "grid_world")
-    args = parser.parse_args(argv)
-    defaults = QUICK if args.quick else {
-        "updates": 2500, "seeds": 3, "envs": 32, "eval_episodes": 400,
-    }  # fmt: skip
-    for name, value in defaults.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    low, high = args.eval_instructions
-    if not 0 <= low <= high <= grid_world.MAX_INSTRUCTION:
-        parser.error(
-            "argument --eval-instructions: expected LOW HIGH with 0 <= LOW <= "
-            f"HIGH <= {grid_world.MAX_INSTRUCTION}, got {low} {high}"
+class GridWorld(Experiment):
+    """Tracking time in a grid world (Trask et al. 2018, Section 4.5, Figure
+    5): an actor-critic agent with and without a NAC, and with an exact
+    counter."""
+
+    name = "grid_world"
+    arguments = {
+        "seeds": Shared(None, help="seeds 0..N-1 (default 3)"),
+        "learning_rate": 1e-3,
+        "clipnorm": 1.0,
+    }
+    record_path = "results/grid_world.json"
+    plots = True
+    checkpoints = True
+    continued_by = "--updates"
+    export_path = "saved_models"
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS)
         )
-    if args.strategy != "default":
-        parser.error("argument --strategy: the agents train on one device only")
-    if args.beside is not None:
-        args.beside_runs = beside_runs(parser, args)
-    args.png = png_path(args)
-    return args
+        parser.add_argument(
+            "--updates",
+            type=positive_int,
+            help="updates per agent and seed (default 2,500)",
+        )
+        parser.add_argument(
+            "--envs", type=positive_int, help="episodes per update (default 32)"
+        )
+        parser.add_argument(
+            "--entropy",
+            type=non_negative_float,
+            default=0.01,
+            help="the entropy bonus's weight",
+        )
+        parser.add_argument(
+            "--eval-episodes",
+            type=positive_int,
+            help="episodes per T in the evaluation (default 400: a standard "
+            "error below 0.05 for rewards in [-1, 1])",
+        )
+        parser.add_argument(
+            "--eval-instructions",
+            nargs=2,
+            type=int,
+            default=[1, 25],
+            metavar=("LOW", "HIGH"),
+            help="the T evaluated, LOW..HIGH (default 1 25, Figure 5's range)",
+        )
+        parser.add_argument(
+            "--every", type=positive_int, default=100, help="updates per progress line"
+        )
+        parser.add_argument(
+            "--quick",
+            action="store_true",
+            help="a smoke run: 1 seed, 20 updates of 8 episodes, 20 episodes per T",
+        )
+        parser.add_argument(
+            "--beside",
+            type=Path,
+            metavar="JSON",
+            help="an earlier run's results (its --json): its runs of the agents "
+            "not trained now are shown beside these in the table, the plot and "
+            "the JSON; its settings must be these",
+        )
+        parser.add_argument(
+            "--report",
+            action="store_true",
+            help="train nothing: print the table of the results in --json and "
+            "plot them again",
+        )
+
+    def check_arguments(self, args, parser):
+        for name, value in (QUICK if args.quick else FULL).items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
+        low, high = args.eval_instructions
+        if not 0 <= low <= high <= grid_world.MAX_INSTRUCTION:
+            parser.error(
+                "argument --eval-instructions: expected LOW HIGH with 0 <= LOW <= "
+                f"HIGH <= {grid_world.MAX_INSTRUCTION}, got {low} {high}"
+            )
+        if args.strategy != "default":
+            parser.error("argument --strategy: the agents train on one device only")
+        # Shown beside this run's, kept apart from its arguments.
+        self.beside = [] if args.beside is None else beside_runs(parser, args)
+
+    def prepare(self, args, session):
+        self.started = time.perf_counter()
+        self.agents = {}  # each agent of seed 0, exported at the end
+
+    def runs(self, args):
+        # Seed by seed, so that an interrupted run has both agents of a seed.
+        return [(agent, seed) for seed in range(args.seeds) for agent in args.agents]
+
+    def train(self, args, run, session):
+        agent, seed = run
+        print(
+            f"{AGENTS[agent][0]} seed {seed}: {args.updates} updates of "
+            f"{args.envs} episodes",
+            flush=True,
+        )
+        began = time.perf_counter()
+        result = fit_agent(agent, seed, args, session)
+        seconds = time.perf_counter() - began
+        if seed == 0:
+            self.agents[agent] = result.model
+        instructions = range(args.eval_instructions[0], args.eval_instructions[1] + 1)
+        history = ("episode_reward", "episode_length", "loss")
+        return {
+            "agent": agent,
+            "seed": seed,
+            "train_seconds": seconds,
+            "diverged": result.divergence,
+            "evaluation": evaluate(
+                result.model, instructions, args.eval_episodes, seed
+            ),
+            "history": {k: result.history[k] for k in history},
+        }
+
+    def progress(self, row):
+        rewards = [t["reward"] for t in row["evaluation"]]
+        return {"mean reward over T": float(np.mean(rewards))}
+
+    def run_name(self, run, row):
+        agent, seed = run
+        return f"{AGENTS[agent][0]} seed {seed}" + (
+            ", diverged" if row["diverged"] else ""
+        )
+
+    def report(self, args, rows):
+        print_table(self.beside + rows, args)
+        frames = sum(sum(r["history"]["episode_length"]) * args.envs for r in rows)
+        print(
+            f"\nWall time: {time.perf_counter() - self.started:.0f} s on the "
+            f"{keras.backend.backend()} backend; {frames:,.0f} frames of training "
+            "in all."
+        )
+
+    def record(self, args, rows):
+        return {"runs": self.beside + rows}
+
+    def plot(self, args, rows, plt):
+        return figure(self.beside + rows, args, plt)
+
+    def exports(self, args, rows):
+        """Each agent of seed 0, saved as `grid_world_AGENT.keras` and
+        exported for one step a call (`step_model`)."""
+        exports = []
+        for agent, model in self.agents.items():
+            path = Path(args.export_dir) / f"grid_world_{agent}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(path.name + ".partial.keras")
+            model.save(partial)
+            partial.replace(path.with_suffix(".keras"))
+            print(f"Saved {path.with_suffix('.keras')}.")
+            step = step_model(model)
+            exports.append(Export(path.name, step, step_inputs(step, batch=4)))
+        return exports
+
+    def served(self, args, served):
+        for found in served.values():
+            policy = np.asarray(found["served"]["policy"])
+            print(
+                f"Exported the SavedModel {found['path']} (one step a call), "
+                f"served from a fresh process: policy logits {policy.shape}."
+            )
+        return {name: found["path"] for name, found in served.items()}
+
+    def report_again(self, args):
+        """`--report`: the table and the plot of the results in `--json`, with
+        the settings they were run with."""
+        if not args.json.is_file():
+            print(f"grid_world: error: argument --report: no results at {args.json}")
+            return 2
+        results = json.loads(args.json.read_text())
+        for name in ("agents", "updates", "envs", "eval_episodes", "eval_instructions"):
+            setattr(args, name, results["arguments"][name])
+        print_table(results["runs"], args)
+        save_png(figure(results["runs"], args, pyplot()), args.png)
+        print(f"Wrote {args.png}.")
+        return 0
 
 
 # The settings two runs must share for their agents to be compared.
@@ -494,87 +574,14 @@ def beside_runs(parser, args):
     return [run for run in runs if run["agent"] not in args.agents]
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    if args.report:
-        return report_results(args)
-    beside = vars(args).pop("beside_runs", [])  # shown, not in "arguments"
-    strategy = create_strategy(args)
-    checkpoints = Checkpoints(args, strategy)
-    instructions = range(args.eval_instructions[0], args.eval_instructions[1] + 1)
-    start = time.perf_counter()
-    runs = []
-    # Seed by seed, so that an interrupted run has both agents of a seed.
-    for seed in range(args.seeds):
-        for agent in args.agents:
-            what = f"{AGENTS[agent][0]} seed {seed}"
-            print(f"{what}: {args.updates} updates of {args.envs} episodes", flush=True)
-            began = time.perf_counter()
-            result = train(agent, seed, args, checkpoints(agent, seed))
-            seconds = time.perf_counter() - began
-            report(result, what)
-            rows = evaluate(result.model, instructions, args.eval_episodes, seed)
-            runs.append(
-                {"agent": agent, "seed": seed, "train_seconds": seconds,
-                 "diverged": result.divergence, "evaluation": rows,
-                 "history": {k: result.history[k] for k in
-                             ("episode_reward", "episode_length", "loss")}}
-            )  # fmt: skip
-            if seed == 0:
-                save_agent(result.model, args.save_dir / f"grid_world_{agent}")
-            # The runs so far, in case the next is interrupted.
-            save_json({"arguments": vars(args), "runs": runs}, args.json)
-    seconds = time.perf_counter() - start
-    frames = sum(sum(r["history"]["episode_length"]) * args.envs for r in runs)
-    runs = beside + runs
-    print_table(runs, args)
-    print(
-        f"\nWall time: {seconds:.0f} s on the {keras.backend.backend()} backend; "
-        f"{frames:,.0f} frames of training in all."
-    )
-    plot(runs, args)
-    save_json(
-        {"arguments": vars(args), "wall_seconds": seconds, "runs": runs}, args.json
-    )
-    print(f"Wrote {args.png} and {args.json}.")
-    checkpoints.remove()
-
-
-def report_results(args):
-    """`--report`: the table and the plot of the results in `--json`, with
-    the settings they were run with."""
-    if not args.json.is_file():
-        print(f"grid_world: error: argument --report: no results at {args.json}")
-        return 2
-    results = json.loads(args.json.read_text())
-    for name in ("agents", "updates", "envs", "eval_episodes", "eval_instructions"):
-        setattr(args, name, results["arguments"][name])
-    print_table(results["runs"], args)
-    plot(results["runs"], args)
-    print(f"Wrote {args.png}.")
-    return 0
-
-
-def save_agent(model, path):
-    """Saves the agent as `path.keras` and, on a backend that exports, as the
-    SavedModel `path`: the agent for one step a call, from the observation
-    and the core's states to the policy's logits, the value and the next
-    states (verified on a first step before it replaces one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    keras_file = path.with_suffix(".keras")
-    partial = path.with_name(path.name + ".partial.keras")
-    model.save(partial)
-    partial.replace(keras_file)
-    print(f"Saved {keras_file}", end="")
-    if can_export("the agent"):
-        from keras_nalu import export_saved_model
-
-        cell = model.get_layer("core").cell
-        step = agent_model(cell.nac_units, steps=1, counter_units=cell.counter_units)
-        step.set_weights(model.get_weights())
-        export_saved_model(step, path, step_inputs(step, batch=4))
-        print(f" and the SavedModel {path}", end="")
-    print(".")
+def step_model(model):
+    """The trained agent `model` for one step a call, as it is exported: from
+    the observation and the core's states to the policy's logits, the value
+    and the next states."""
+    cell = model.get_layer("core").cell
+    step = agent_model(cell.nac_units, steps=1, counter_units=cell.counter_units)
+    step.set_weights(model.get_weights())
+    return step
 
 
 def step_inputs(model, batch, seed=0):
@@ -645,11 +652,10 @@ def median_arrival(rows):
     return float(np.median(times)) if times else None
 
 
-def plot(runs, args):
+def figure(runs, args, plt):
     """Figure 5 (left): the average episode reward against T, a line per
     agent (the median over seeds; each seed thin, with bars of two standard
     errors); right: when the agents arrive, against the instructed time."""
-    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     instructions = list(range(args.eval_instructions[0], args.eval_instructions[1] + 1))
     for ax in (left, right):
@@ -701,8 +707,10 @@ def plot(runs, args):
         fontsize=10,
     )
     fig.tight_layout()
-    save_png(fig, args.png)
+    return fig
 
 
-if __name__ == "__main__":
-    main()
+def main(argv=None):
+    grid = GridWorld()
+    args = grid.parse_args(argv)
+    return grid.report_again(args) if args.report else grid.main(argv)

@@ -39,40 +39,21 @@ results/identity_extrapolation.json), the Figure 1 plot beside it (`--png`).
     python examples/identity_extrapolation.py --models ReLU NAC --seeds 10
 """
 
-import argparse
-import sys
 import time
-from pathlib import Path
 
 import keras
 import numpy as np
 
-from keras_nalu.training import Progress, fit
-from nalu_research.cli import (
-    Checkpoints,
-    add_backend_argument,
-    add_training_arguments,
-    array_batches,
-    create_strategy,
+from nalu_research.arguments import Shared
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.runs import (
     epoch_steps,
-    is_chief,
     mean_over_steps,
-    positive_float,
-    positive_int,
-    report,
     steps_per_execution,
     stream_epochs,
 )
-from nalu_research.monitoring import (
-    Evaluation,
-    add_output_arguments,
-    markdown_table,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.tasks.batches import array_batches
 from nalu_research.tasks.identity import (
     FIGURE_RANGE,
     MODELS,
@@ -99,50 +80,6 @@ TRAINING_ARGUMENTS = (
 )
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--seeds",
-        type=positive_int,
-        default=3,
-        help="models per architecture (seeds 1..N)",
-    )
-    parser.add_argument("--steps", type=positive_int, default=10_000)
-    parser.add_argument("--batch-size", type=positive_int, default=128)
-    parser.add_argument("--learning-rate", type=positive_float, default=1e-2)
-    parser.add_argument(
-        "--optimizer",
-        default="amsgrad",
-        choices=("amsgrad", "adam"),
-        help="Adam with or without the AMSGrad correction (default: amsgrad)",
-    )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        default=list(MODELS),
-        choices=list(MODELS),
-        metavar="MODEL",
-        help=f"which models to train (default: all of {', '.join(MODELS)})",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"a smoke run: {QUICK['seeds']} seed, {QUICK['steps']} steps",
-    )
-    add_output_arguments(
-        parser,
-        Path("results/identity_extrapolation.json"),
-        what="errors and settings of every run",
-    )
-    add_training_arguments(parser, "identity_extrapolation", checkpoint_every=1000)
-    add_backend_argument(parser, "identity_extrapolation")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.seeds, args.steps = QUICK["seeds"], QUICK["steps"]
-    args.png = png_path(args)
-    return args
-
-
 def mean_errors(test_sets):
     """`Evaluation` after every epoch: the mean absolute error on the integers
     -1000..1000 (`table_mae`) and on the training range (`train_range_mae`)."""
@@ -152,61 +89,6 @@ def mean_errors(test_sets):
             for split in ("table", "train_range")
         }
     )
-
-
-def run(name, seed, args, test_sets, strategy, checkpoint_dir):
-    """Trains one model from `seed` and returns its errors on `test_sets` and
-    the `training.fit` result (resumed from `checkpoint_dir` when it holds one).
-    """
-    start = time.perf_counter()
-    x, y = identity_batches(args.steps, args.batch_size, seed=seed)
-    size = args.batch_size
-
-    def slice_of(steps, start):  # the run's one stream, from step `start`
-        part = slice(start * size, (start + steps) * size)
-        return array_batches(x[part], y[part], size)
-
-    epochs, batches = stream_epochs(args, slice_of)
-
-    keras.utils.set_random_seed(seed)
-    result = fit(
-        lambda: identity_model(name),
-        batches,
-        loss="mse",
-        optimizer_fn=lambda: keras.optimizers.Adam(
-            args.learning_rate, amsgrad=args.optimizer == "amsgrad"
-        ),
-        epochs=epochs,
-        strategy=strategy,
-        checkpoint_dir=checkpoint_dir,
-        config={
-            "model": name,
-            "seed": seed,
-            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
-        },
-        callbacks=[mean_errors(test_sets), *tensorboard(args, name, seed)],
-        steps_per_execution=steps_per_execution(
-            min(100, args.steps, args.checkpoint_every)
-        ),
-    )
-    model = result.model
-    errors = {split: absolute_errors(model, x) for split, x in test_sets.items()}
-    history = result.history
-    return {
-        "model": name,
-        "seed": seed,
-        "table_mae": float(np.mean(errors["table"])),
-        "train_range_mae": float(np.mean(errors["train_range"])),
-        "mean_train_loss": mean_over_steps(args, history["loss"]),
-        "seconds": round(time.perf_counter() - start, 2),
-        "diverged": result.divergence,
-        # After every epoch: the step and the errors then (`mean_errors`).
-        "epochs": {
-            "step": np.cumsum(epoch_steps(args))[: result.epochs].tolist(),
-            **{k: history.get(k, []) for k in ("loss", "table_mae", "train_range_mae")},
-        },
-        "figure_abs_error": [float(f"{e:.6g}") for e in errors["figure"]],
-    }, result
 
 
 def plural(n, word):
@@ -219,143 +101,221 @@ def paper_value(name):
     return "<0.0001" if name == "None" else f"{PAPER_TABLE_5[name]:.2f}"
 
 
-def print_table(names, runs, args):
-    print(
-        f"\nTable 5: mean absolute error on the integers {TABLE_RANGE[0]}.."
-        f"{TABLE_RANGE[1]} (500 = predicting 0), mean and range over "
-        f"{plural(args.seeds, 'seed')};\nthe error on the training range "
-        f"{list(TRAIN_RANGE)} beside it; the paper's value (mean of 100 models) "
-        "last.\n"
-    )
-    table = []
-    for name in names:
-        mae = [r["table_mae"] for r in runs if r["model"] == name]
-        train = [r["train_range_mae"] for r in runs if r["model"] == name]
-        diverged = any(r["diverged"] for r in runs if r["model"] == name)
-        table.append(
-            [name + ("*" if diverged else ""), f"{np.mean(mae):.4g}",
-             f"{min(mae):.4g} to {max(mae):.4g}", f"{np.mean(train):.2g}",
-             paper_value(name)]
-        )  # fmt: skip
-    header = ["model", "ours: mean", "ours: min to max", "on [-5, 5]", "paper"]
-    print("\n".join(markdown_table(header, table, align="<>>>>")))
-    if any(r["diverged"] for r in runs):
+class IdentityExtrapolation(Experiment):
+    """Identity extrapolation (Trask et al. 2018, Section 1.1, Figure 1, Table 5)."""
+
+    name = "identity_extrapolation"
+    arguments = {
+        "seeds": Shared(3, help="models per architecture (seeds 1..N)"),
+        "steps": 10_000,
+        "batch_size": 128,
+        "learning_rate": 1e-2,
+    }
+    record_path = "results/identity_extrapolation.json"
+    plots = True
+    checkpoints = True
+    checkpoint_every = 1000
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--optimizer",
+            default="amsgrad",
+            choices=("amsgrad", "adam"),
+            help="Adam with or without the AMSGrad correction (default: amsgrad)",
+        )
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            default=list(MODELS),
+            choices=list(MODELS),
+            metavar="MODEL",
+            help=f"which models to train (default: all of {', '.join(MODELS)})",
+        )
+        parser.add_argument(
+            "--quick",
+            action="store_true",
+            help=f"a smoke run: {QUICK['seeds']} seed, {QUICK['steps']} steps",
+        )
+
+    def check_arguments(self, args, parser):
+        if args.quick:
+            args.seeds, args.steps = QUICK["seeds"], QUICK["steps"]
+
+    def prepare(self, args, session):
+        self.names = [name for name in MODELS if name in args.models]
+        self.test_sets = {
+            "table": table_inputs(),
+            "figure": figure_inputs(),
+            "train_range": figure_inputs(101, TRAIN_RANGE),
+        }
         print(
-            "\n* includes a run that diverged (non-finite training loss; "
-            "training stopped there and the run was evaluated as it stopped)."
+            f"Identity autoencoders, {plural(len(self.names), 'model')} x "
+            f"{plural(args.seeds, 'seed')}: "
+            f"{args.steps} steps of {args.batch_size} fresh inputs from "
+            f"U{list(TRAIN_RANGE)}, {OPTIMIZER_NAMES[args.optimizer]} lr "
+            f"{args.learning_rate:g}, squared error.\n"
         )
 
+    def runs(self, args):
+        return [
+            (name, seed) for name in self.names for seed in range(1, args.seeds + 1)
+        ]
 
-def plot(names, runs, grid, args):
-    plt = pyplot()
-    curves = {
-        name: np.mean(
-            [r["figure_abs_error"] for r in runs if r["model"] == name], axis=0
+    def train(self, args, run, session):
+        """Trains one model from its seed (which also draws its inputs) and
+        returns its errors on the test sets."""
+        name, seed = run
+        print(f"{name}, seed {seed}:", flush=True)
+        start = time.perf_counter()
+        x, y = identity_batches(args.steps, args.batch_size, seed=seed)
+        size = args.batch_size
+
+        def slice_of(steps, first):  # the run's one stream, from step `first`
+            part = slice(first * size, (first + steps) * size)
+            return array_batches(x[part], y[part], size)
+
+        epochs, batches = stream_epochs(args, slice_of)
+        keras.utils.set_random_seed(seed)
+        result = session.fit(
+            name,
+            seed,
+            what=f"{name}, seed {seed}",
+            model_fn=lambda: identity_model(name),
+            data_fn=batches,
+            loss="mse",
+            optimizer_fn=lambda: keras.optimizers.Adam(
+                args.learning_rate, amsgrad=args.optimizer == "amsgrad"
+            ),
+            epochs=epochs,
+            config={
+                "model": name,
+                "seed": seed,
+                **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+            },
+            callbacks=[mean_errors(self.test_sets), *session.callbacks(name, seed)],
+            steps_per_execution=steps_per_execution(
+                min(100, args.steps, args.checkpoint_every)
+            ),
         )
-        for name in names
-    }
-    # Legend from worst to best extrapolation, as the paper's Table 5.
-    order = sorted(names, key=lambda n: -np.mean(curves[n]))
-    colors = plt.get_cmap("tab20").colors
-    styles = ("-", "--", "-.", ":")
-    fig, ax = plt.subplots(figsize=(9, 5.2), dpi=100)
-    ax.axvspan(*TRAIN_RANGE, color="0.92", zorder=0, label="training range")
-    floor = 1e-7  # errors below it are drawn at it (log axis)
-    for i, name in enumerate(order):
-        ax.plot(
-            grid,
-            np.maximum(curves[name], floor),
-            color=colors[(2 * i) % 20 + (2 * i) // 20],
-            linestyle=styles[i % len(styles)],
-            linewidth=2.2 if name in ("NAC", "None") else 1.4,
-            label=name,
-        )
-    ax.set_yscale("log")
-    ax.set_xlim(*FIGURE_RANGE)
-    ax.set_xlabel("input x")
-    ax.set_ylabel("mean absolute error |f(x) - x|")
-    ax.set_title(
-        f"Identity learned on [-5, 5], tested on [-20, 20] "
-        f"(mean of {plural(args.seeds, 'seed')}, {args.steps} steps)"
-    )
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
-    fig.tight_layout()
-    save_png(fig, args.png)
-
-
-def main(argv=None):
-    args = parse_args(argv)
-    strategy = create_strategy(args)
-    checkpoints = Checkpoints(args, strategy)
-    names = [name for name in MODELS if name in args.models]
-    grid = figure_inputs()
-    test_sets = {
-        "table": table_inputs(),
-        "figure": grid,
-        "train_range": figure_inputs(101, TRAIN_RANGE),
-    }
-    print(
-        f"Identity autoencoders, {plural(len(names), 'model')} x "
-        f"{plural(args.seeds, 'seed')}: "
-        f"{args.steps} steps of {args.batch_size} fresh inputs from "
-        f"U{list(TRAIN_RANGE)}, {OPTIMIZER_NAMES[args.optimizer]} lr "
-        f"{args.learning_rate:g}, squared error.\n"
-    )
-    runs = []
-    start = time.perf_counter()
-    progress = Progress(len(names) * args.seeds, done=0, unit="run")
-    for name in names:
-        for seed in range(1, args.seeds + 1):
-            print(f"{name}, seed {seed}:", flush=True)
-            record, result = run(
-                name, seed, args, test_sets, strategy, checkpoints(name, seed)
-            )
-            report(result, f"{name}, seed {seed}")
-            runs.append(record)
-            progress.update(
-                len(runs),
-                {
-                    f"MAE on {TABLE_RANGE[0]}..{TABLE_RANGE[1]}": record["table_mae"],
-                    f"on {list(TRAIN_RANGE)}": record["train_range_mae"],
+        errors = {
+            split: absolute_errors(result.model, inputs)
+            for split, inputs in self.test_sets.items()
+        }
+        history = result.history
+        return {
+            "model": name,
+            "seed": seed,
+            "table_mae": float(np.mean(errors["table"])),
+            "train_range_mae": float(np.mean(errors["train_range"])),
+            "mean_train_loss": mean_over_steps(args, history["loss"]),
+            "seconds": round(time.perf_counter() - start, 2),
+            "diverged": result.divergence,
+            # After every epoch: the step and the errors then (`mean_errors`).
+            "epochs": {
+                "step": np.cumsum(epoch_steps(args))[: result.epochs].tolist(),
+                **{
+                    k: history.get(k, [])
+                    for k in ("loss", "table_mae", "train_range_mae")
                 },
-                what=f"{name}, seed {seed}"
-                + (", diverged" if result.divergence else ""),
+            },
+            "figure_abs_error": [float(f"{e:.6g}") for e in errors["figure"]],
+        }
+
+    def run_name(self, run, row):
+        name, seed = run
+        return f"{name}, seed {seed}" + (", diverged" if row["diverged"] else "")
+
+    def progress(self, row):
+        return {
+            f"MAE on {TABLE_RANGE[0]}..{TABLE_RANGE[1]}": row["table_mae"],
+            f"on {list(TRAIN_RANGE)}": row["train_range_mae"],
+        }
+
+    def report(self, args, rows):
+        print(
+            f"\nTable 5: mean absolute error on the integers {TABLE_RANGE[0]}.."
+            f"{TABLE_RANGE[1]} (500 = predicting 0), mean and range over "
+            f"{plural(args.seeds, 'seed')};\nthe error on the training range "
+            f"{list(TRAIN_RANGE)} beside it; the paper's value (mean of 100 "
+            "models) last.\n"
+        )
+        table = []
+        for name in self.names:
+            runs = [row for row in rows if row["model"] == name]
+            mae = [row["table_mae"] for row in runs]
+            train = [row["train_range_mae"] for row in runs]
+            diverged = any(row["diverged"] for row in runs)
+            table.append(
+                [name + ("*" if diverged else ""), f"{np.mean(mae):.4g}",
+                 f"{min(mae):.4g} to {max(mae):.4g}", f"{np.mean(train):.2g}",
+                 paper_value(name)]
+            )  # fmt: skip
+        header = ["model", "ours: mean", "ours: min to max", "on [-5, 5]", "paper"]
+        print("\n".join(markdown_table(header, table, align="<>>>>")))
+        if any(row["diverged"] for row in rows):
+            print(
+                "\n* includes a run that diverged (non-finite training loss; "
+                "training stopped there and the run was evaluated as it stopped)."
             )
-    seconds = time.perf_counter() - start
+        print(
+            f"\nTrained {len(rows)} models in "
+            f"{self.elapsed():.0f} s"
+            f" on the {keras.backend.backend()} backend."
+        )
 
-    print_table(names, runs, args)
-    print(
-        f"\nTrained {len(runs)} models in {seconds:.0f} s"
-        f" on the {keras.backend.backend()} backend."
-    )
-
-    if is_chief(strategy):
-        plot(names, runs, grid[:, 0], args)
-        write_json(runs, grid, seconds, args)
-        print(f"Wrote {args.png} and {args.json}.")
-    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
-    return 0
-
-
-def write_json(runs, grid, seconds, args):
-    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    save_json(
-        {
+    def record(self, args, rows):
+        return {
             "settings": {
-                **settings,
+                **vars(args),
                 "loss": "mse",
                 "train_range": TRAIN_RANGE,
                 "table_range": TABLE_RANGE,
                 "paper_table_5": PAPER_TABLE_5,
-                "seconds": round(seconds, 1),
+                "seconds": round(self.elapsed(), 1),
             },
-            "figure_inputs": [float(v) for v in grid[:, 0]],
-            "runs": runs,
-        },
-        args.json,
-    )
+            "figure_inputs": [float(v) for v in self.test_sets["figure"][:, 0]],
+        }
+
+    def plot(self, args, rows, plt):
+        """Figure 1: each model's absolute error against the input, the mean
+        over its seeds, on a log axis."""
+        curves = {
+            name: np.mean(
+                [row["figure_abs_error"] for row in rows if row["model"] == name],
+                axis=0,
+            )
+            for name in self.names
+        }
+        # Legend from worst to best extrapolation, as the paper's Table 5.
+        order = sorted(self.names, key=lambda n: -np.mean(curves[n]))
+        colors = plt.get_cmap("tab20").colors
+        styles = ("-", "--", "-.", ":")
+        fig, ax = plt.subplots(figsize=(9, 5.2), dpi=100)
+        ax.axvspan(*TRAIN_RANGE, color="0.92", zorder=0, label="training range")
+        floor = 1e-7  # errors below it are drawn at it (log axis)
+        grid = self.test_sets["figure"][:, 0]
+        for i, name in enumerate(order):
+            ax.plot(
+                grid,
+                np.maximum(curves[name], floor),
+                color=colors[(2 * i) % 20 + (2 * i) // 20],
+                linestyle=styles[i % len(styles)],
+                linewidth=2.2 if name in ("NAC", "None") else 1.4,
+                label=name,
+            )
+        ax.set_yscale("log")
+        ax.set_xlim(*FIGURE_RANGE)
+        ax.set_xlabel("input x")
+        ax.set_ylabel("mean absolute error |f(x) - x|")
+        ax.set_title(
+            f"Identity learned on [-5, 5], tested on [-20, 20] "
+            f"(mean of {plural(args.seeds, 'seed')}, {args.steps} steps)"
+        )
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
+        fig.tight_layout()
+        return fig
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def main(argv=None):
+    return IdentityExtrapolation().main(argv)

@@ -13,8 +13,9 @@ the training split (mean squared error) and are tested on sequences from the
 test split: at length 1 by classification accuracy (the class with the largest
 predicted count, or the rounded sum), at lengths 10, 100 and 1000 by mean
 absolute error. The NAC model (`--export-model`) is exported as a SavedModel
-that accepts sequences of any length; the weight with which each NAC or NAU
-unit carries its own state to the next step is kept in the results, and the
+that accepts sequences of any length (served a sequence of 100 test images in
+a fresh process that imports TensorFlow alone); the weight with which each NAC
+or NAU unit carries its own state to the next step is kept in the results, and the
 NAU model is tested again with those weights snapped to their exact values
 (`NAUCell.snap(["recurrent_kernel"])`, the input weights as trained): the
 table's row "NAU, state snapped".
@@ -49,51 +50,36 @@ weights of an uninterrupted run. `--strategy mirrored|multi-worker` trains on
 the local devices or on the hosts of `TF_CONFIG`.
 """
 
-import argparse
-import os
-import sys
 import time
-from pathlib import Path
 
 import keras
 import numpy as np
 
-from keras_nalu import export_saved_model
-from keras_nalu.training import Progress, fit
-from nalu_research.cli import (
+from nalu_research.arguments import (
     RUN_OPTIONS,
-    Checkpoints,
+    Shared,
     adam_options,
-    add_backend_argument,
-    add_ema_argument,
-    add_learning_rate_drop_argument,
-    add_training_arguments,
-    can_export,
-    create_strategy,
-    epoch_steps,
-    exits_on_longer_checkpoint,
-    is_chief,
     learning_rate,
-    mean_over_steps,
-    non_negative_int,
-    positive_float,
     positive_int,
+)
+from nalu_research.experiment import Experiment
+from nalu_research.image_arguments import (
+    add_dataset_arguments,
+    add_encoder_arguments,
+    describe_encoder,
+    finish_encoder_arguments,
+    load_splits,
+)
+from nalu_research.models import mnist as models
+from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.runs import (
+    epoch_steps,
+    mean_over_steps,
     quiet_tensorflow_logger,
-    report,
     resumed_total,
     stream_epochs,
 )
-from nalu_research.monitoring import (
-    Evaluation,
-    add_output_arguments,
-    markdown_table,
-    output_folder_name,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.serving import Export
 from nalu_research.tasks import mnist
 
 LENGTHS = (1, 10, 100, 1000)
@@ -112,85 +98,256 @@ DIAGNOSTIC_SEQUENCES = 500
 ERROR_QUANTILES = (50, 90, 99)
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", choices=mnist.SEQUENCE_TASKS, default="count")
-    mnist.add_dataset_arguments(parser)
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        choices=list(mnist.RECURRENT_MODELS),
-        default=list(mnist.RECURRENT_MODELS),
-    )
-    parser.add_argument("--steps", type=positive_int, default=2000)
-    parser.add_argument("--batch-size", type=positive_int, default=32)
-    parser.add_argument("--train-length", type=positive_int, default=10)
-    parser.add_argument("--hidden", type=positive_int, default=32)
-    parser.add_argument(
-        "--learning-rate",
-        type=positive_float,
-        help="Adam's learning rate for every model (default: each model's "
-        f"own, {LEARNING_RATE:g}, or {mnist.LEARNING_RATES})",
-    )
-    add_learning_rate_drop_argument(parser)
-    add_ema_argument(parser)
-    mnist.add_encoder_arguments(parser)
-    parser.add_argument(
-        "--encoder-output",
-        choices=list(mnist.ENCODER_OUTPUTS),
-        default="features",
-        help="what the recurrent part reads of each image: the encoder's dense "
-        "ReLU features (default), or the PyTorch MNIST example's classifier, "
-        "a 10-way log-softmax (the paper's footnote: the convnet's output)",
-    )
-    parser.add_argument(
-        "--lengths", type=positive_int, nargs="+", default=list(LENGTHS)
-    )
-    parser.add_argument(
-        "--eval-sequences",
-        type=positive_int,
-        default=500,
-        help="test sequences per length above 1 (length 1 uses every test image)",
-    )
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument(
-        "--diagnostics",
-        action="store_true",
-        help="after each epoch also measure, on training images, the accuracy "
-        f"of single images (the first {DIAGNOSTIC_IMAGES:,}) and the squared "
-        f"error on {DIAGNOSTIC_SEQUENCES} sequences of --train-length with the "
-        "encoder's dropout off and on; with --ema, every metric of the last "
-        "weights beside the averaged ones too (live_*): where a gap between "
-        "the training loss and the test metrics opens",
-    )
-    parser.add_argument(
-        "--export-model",
-        choices=list(mnist.RECURRENT_MODELS),
-        help="which of --models to export as a SavedModel (default: the NAC, "
-        "the paper's, where it is trained; else nothing)",
-    )
-    parser.add_argument(
-        "--export-dir",
-        type=output_folder_name,
-        help="where to export it (default saved_models/mnist_TASK_MODEL)",
-    )
-    add_output_arguments(parser, None, shown_default="results/mnist_TASK_DATASET.json")
-    add_training_arguments(
-        parser, "mnist_counting", checkpoint_every=500, continued_by="--steps"
-    )
-    add_backend_argument(parser, "mnist_counting")
-    args = parser.parse_args(argv)
-    if args.export_model is None:
-        args.export_model = "nac"
-    elif args.export_model not in args.models:
-        parser.error(
-            f"argument --export-model: {args.export_model!r} is not among "
-            f"--models ({', '.join(args.models)})"
+class MnistCountingExperiment(Experiment):
+    """MNIST digit counting and addition (Trask et al. 2018, Section 4.2,
+    Table 2)."""
+
+    name = "mnist_counting"
+    arguments = {
+        "steps": 2000,
+        "batch_size": 32,
+        "learning_rate": Shared(
+            help="Adam's learning rate for every model (default: each model's "
+            f"own, {LEARNING_RATE:g}, or {models.LEARNING_RATES})"
+        ),
+        "learning_rate_drop": None,
+        "ema": None,
+        "seed": 0,
+    }
+    record_path = "results/mnist_{task}_{dataset}.json"
+    plots = True
+    checkpoints = True
+    checkpoint_every = 500
+    continued_by = "--steps"
+    # `--export-model`'s: the NAC, the paper's, by default.
+    export_path = "saved_models/mnist_{task}_{export_model}"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--task", choices=mnist.SEQUENCE_TASKS, default="count")
+        add_dataset_arguments(parser)
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            choices=list(models.RECURRENT_MODELS),
+            default=list(models.RECURRENT_MODELS),
         )
-    if args.json is None:
-        args.json = Path(f"results/mnist_{args.task}_{args.dataset}.json")
-    args.png = png_path(args)
-    return mnist.finish_encoder_arguments(args)
+        parser.add_argument("--train-length", type=positive_int, default=10)
+        parser.add_argument("--hidden", type=positive_int, default=32)
+        add_encoder_arguments(parser)
+        parser.add_argument(
+            "--encoder-output",
+            choices=list(models.ENCODER_OUTPUTS),
+            default="features",
+            help="what the recurrent part reads of each image: the encoder's dense "
+            "ReLU features (default), or the PyTorch MNIST example's classifier, "
+            "a 10-way log-softmax (the paper's footnote: the convnet's output)",
+        )
+        parser.add_argument(
+            "--lengths", type=positive_int, nargs="+", default=list(LENGTHS)
+        )
+        parser.add_argument(
+            "--eval-sequences",
+            type=positive_int,
+            default=500,
+            help="test sequences per length above 1 (length 1 uses every test image)",
+        )
+        parser.add_argument(
+            "--diagnostics",
+            action="store_true",
+            help="after each epoch also measure, on training images, the accuracy "
+            f"of single images (the first {DIAGNOSTIC_IMAGES:,}) and the squared "
+            f"error on {DIAGNOSTIC_SEQUENCES} sequences of --train-length with the "
+            "encoder's dropout off and on; with --ema, every metric of the last "
+            "weights beside the averaged ones too (live_*): where a gap between "
+            "the training loss and the test metrics opens",
+        )
+        parser.add_argument(
+            "--export-model",
+            choices=list(models.RECURRENT_MODELS),
+            help="which of --models to export as a SavedModel (default: the NAC, "
+            "the paper's, where it is trained; else nothing)",
+        )
+
+    def check_arguments(self, args, parser):
+        if args.export_model is None:
+            args.export_model = "nac"
+        elif args.export_model not in args.models:
+            parser.error(
+                f"argument --export-model: {args.export_model!r} is not among "
+                f"--models ({', '.join(args.models)})"
+            )
+        finish_encoder_arguments(args)
+
+    def prepare(self, args, session):
+        quiet_tensorflow_logger()  # predict retraces once per length
+        self.train_data, self.test_data = load_splits(args)
+        (train_images, train_labels), (_, test_labels) = self.train_data, self.test_data
+        self.exported = None
+        print(
+            f"{mnist.DATASET_NAMES[args.dataset]}: {len(train_labels)} training "
+            f"and {len(test_labels)} test images of {train_images.shape[1]}x"
+            f"{train_images.shape[2]}. Task: {args.task}. Each model trains "
+            f"{args.steps} steps of {args.batch_size} fresh sequences of "
+            f"{args.train_length} training images (Adam lr "
+            + ", ".join(
+                f"{models.RECURRENT_MODELS[kind]} {learning_rate_of(kind, args):g}"
+                for kind in args.models
+            )
+            + f"; seed {args.seed}, {describe_encoder(args)}"
+            + (
+                ", the recurrent part reads the encoder's log-softmax"
+                if args.encoder_output == "log_softmax"
+                else ""
+            )
+            + (
+                ", learning rate x{1:g} after step {0}".format(*args.learning_rate_drop)
+                if args.learning_rate_drop
+                else ""
+            )
+            + (f", weights averaged (EMA momentum {args.ema:g})" if args.ema else "")
+            + "); tested on "
+            f"{len(test_labels)} single test images and {args.eval_sequences} test "
+            "sequences per longer length.\n",
+            flush=True,
+        )
+        self.started = time.perf_counter()
+
+    def runs(self, args):
+        return [(kind,) for kind in args.models]
+
+    def train(self, args, run, session):
+        (kind,) = run
+        name = models.RECURRENT_MODELS[kind]
+        print(f"{name}:", flush=True)
+        began = time.perf_counter()
+        data = self.train_data, self.test_data
+        result, encoder, head = fit_model(kind, args, *data, session)
+        if kind == args.export_model:
+            self.exported = result.model
+        row = {
+            "model": kind,
+            **model_results(kind, args, result, encoder, head, *data),
+            "seconds": time.perf_counter() - began,
+        }
+        describe_run(name, row)
+        return row
+
+    def progress(self, row):
+        return {
+            "mean training loss": fmt(row["final_loss"]),
+            **{f"length {n}": cell(n, row["test"][n]) for n in sorted(row["test"])},
+        }
+
+    def run_name(self, run, row):
+        return models.RECURRENT_MODELS[run[0]] + (
+            ", diverged" if row["diverged"] else ""
+        )
+
+    def report(self, args, rows):
+        self.wall = time.perf_counter() - self.started
+        print_table(args, results_of(rows), mnist.DATASET_NAMES[args.dataset])
+        print(
+            f"\nTrained and evaluated in {self.wall:.0f} s on the "
+            f"{keras.backend.backend()} backend."
+        )
+
+    def record(self, args, rows):
+        return {"wall_seconds": self.wall, "results": results_of(rows)}
+
+    def plot(self, args, rows, plt):
+        return plot(args, results_of(rows), mnist.DATASET_NAMES[args.dataset], plt)
+
+    def exports(self, args, rows):
+        """The `--export-model` one, where it was trained: verified on four
+        test sequences of 10 images, served one of 100."""
+        if self.exported is None:
+            return []
+        images, labels = self.test_data
+        self.served_index = mnist.sample_sequences(len(labels), 1, 100, seed=(1, 100))
+        sample = mnist.sample_sequences(len(labels), 4, 10, seed=(args.seed, 7))
+        return [Export("", self.exported, images[self.served_index], images[sample])]
+
+    def served(self, args, served):
+        name = models.RECURRENT_MODELS[args.export_model]
+        path, outputs = served[""]["path"], served[""]["served"]
+        print(
+            f"\nExported the {name} model to {path}/ (verified against the Keras "
+            "model)."
+        )
+        print(
+            f"Served by tf.saved_model.load('{path}').serve(images) in a fresh "
+            "process, images of shape (batch, length, height, width, 1):"
+        )
+        labels = self.test_data[1][self.served_index]
+        exact = mnist.sequence_targets(args.task, labels)[0]
+        print(
+            f"  length {labels.shape[1]:3d}: served "
+            + " ".join(f"{v:6.2f}" for v in outputs[0])
+        )
+        print("              exact  " + " ".join(f"{v:6.0f}" for v in exact))
+        return served
+
+
+def model_results(kind, args, result, encoder, head, train_data, test_data):
+    """What the record keeps of the model `kind` trained (`fit_model`'s
+    `result`, `encoder` and `head`): its training, its tests on
+    `test_data` and how it reads single images of both sets."""
+    history = result.history
+    # The encoder's own classes are counted where it has them.
+    channels = args.encoder_output == "log_softmax"
+    # The first training images, unmoved, as `--diagnostics` reads them.
+    first_train = [part[:DIAGNOSTIC_IMAGES] for part in train_data]
+    return {
+        "learning_rate": learning_rate_of(kind, args),
+        # Over all the steps, as the one epoch of all the steps gave it before.
+        "final_loss": mean_over_steps(args, history.get("loss", [])),
+        "epoch_losses": history.get("loss", []),
+        # After each epoch, at its step: the test metrics of
+        # `epoch_metrics` (a subset of the sequences above length 1).
+        "epoch_steps": [
+            int(step) for step in np.cumsum(epoch_steps(args))[: result.epochs]
+        ],
+        "epoch_metrics": {k: v for k, v in history.items() if k != "loss"},
+        "diverged": result.divergence,
+        "state_weights": state_weights(head),
+        "test": final_tests(args, encoder, head, test_data),
+        # The same tests with the cell's state weights snapped, or None.
+        "test_state_snapped": evaluate_state_snapped(args, encoder, head, test_data),
+        "test_digits": digit_readings(args.task, encoder, head, *test_data, channels),
+        "train_digits": digit_readings(
+            args.task, encoder, head, *first_train, channels
+        ),
+    }
+
+
+def results_of(rows):
+    """The record's `results`: each model's row by its key, e.g. "nac"."""
+    return {
+        row["model"]: {k: v for k, v in row.items() if k != "model"} for row in rows
+    }
+
+
+def describe_run(name, row):
+    """Prints what a trained model's row says beyond the progress line: its
+    state weights (and the tests with them snapped) and how it reads each
+    digit alone, of the test and the training images."""
+    if row["state_weights"] is not None:
+        snapped = row["test_state_snapped"]
+        print(
+            f"{name}'s state weights, 1 - w: "
+            + " ".join(f"{1 - w:.2g}" for w in row["state_weights"])
+            + (
+                "; snapped: "
+                + ", ".join(
+                    f"length {n} {cell(n, snapped[n])}" for n in sorted(snapped)
+                )
+                if snapped
+                else ""
+            ),
+            flush=True,
+        )
+    print(f"{name} {describe_readings(row['test_digits'])}", flush=True)
+    print(f"{name} {describe_fit(row['train_digits'], row['test_digits'])}", flush=True)
 
 
 # Arguments that do not change a run's results: a checkpoint resumes across them.
@@ -202,23 +359,24 @@ IGNORED = (
     "diagnostics",
     "export_model",
     "export_dir",
+    "no_export",
     "json",
     "png",
     *RUN_OPTIONS,
 )
 
 
-def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
+def fit_model(kind, args, train_data, test_data, session):
     """Trains `kind` on `args.steps` fresh batches of `train_data` (images,
     labels) drawn from `args.seed`, in epochs of `args.checkpoint_every`
-    steps, each checkpointed in `checkpoint_dir` and followed by the test
+    steps, each checkpointed (`session.fit`) and followed by the test
     metrics on `test_data` (`epoch_metrics`); returns
     `(training.fit result, encoder, head)`."""
     train_images, train_labels = train_data
     parts = {}
 
     def build():
-        model, parts["encoder"], parts["head"] = mnist.sequence_model(
+        model, parts["encoder"], parts["head"] = models.sequence_model(
             kind,
             args.task,
             train_images.shape[1:],
@@ -237,27 +395,29 @@ def train(kind, args, train_data, test_data, strategy, checkpoint_dir):
     config["steps"] = resumed_total(args.steps, args.checkpoint_every)
     config["learning_rate"] = rate
     keras.utils.set_random_seed(args.seed)
-    with exits_on_longer_checkpoint("--steps", checkpoint_dir, args.checkpoint_every):
-        result = fit(
-            build,
-            batches,
-            loss="mse",
-            optimizer_fn=lambda: keras.optimizers.Adam(
-                learning_rate(rate, args.learning_rate_drop), **adam_options(args.ema)
+    result = session.fit(
+        args.task,
+        kind,
+        what=models.RECURRENT_MODELS[kind],
+        continued_by="--steps",
+        per_epoch=args.checkpoint_every,
+        model_fn=build,
+        data_fn=batches,
+        loss="mse",
+        optimizer_fn=lambda: keras.optimizers.Adam(
+            learning_rate(rate, args.learning_rate_drop), **adam_options(args.ema)
+        ),
+        epochs=epochs,
+        config={**config, "model": kind},
+        callbacks=[
+            Evaluation(
+                lambda model: epoch_metrics(args, parts, test_data, train_data),
+                averages=args.ema is not None,
+                live=args.diagnostics and args.ema is not None,
             ),
-            epochs=epochs,
-            strategy=strategy,
-            checkpoint_dir=checkpoint_dir,
-            config={**config, "model": kind},
-            callbacks=[
-                Evaluation(
-                    lambda model: epoch_metrics(args, parts, test_data, train_data),
-                    averages=args.ema is not None,
-                    live=args.diagnostics and args.ema is not None,
-                ),
-                *tensorboard(args, args.task, kind),
-            ],
-        )
+            *session.callbacks(args.task, kind),
+        ],
+    )
     return result, parts["encoder"], parts["head"]
 
 
@@ -285,7 +445,7 @@ def learning_rate_of(kind, args):
     """`--learning-rate` if given, else the model's own default."""
     if args.learning_rate is not None:
         return args.learning_rate
-    return mnist.LEARNING_RATES.get(kind, LEARNING_RATE)
+    return models.LEARNING_RATES.get(kind, LEARNING_RATE)
 
 
 def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
@@ -312,6 +472,20 @@ def evaluate(task, encoder, head, test_images, test_labels, lengths, n, seed):
             "mse": float(np.mean(np.square(errors))),
         }
     return results
+
+
+def final_tests(args, encoder, head, test_data):
+    """The final test metrics (`evaluate`): every test image at length 1,
+    `--eval-sequences` test sequences of each longer length of `--lengths`."""
+    return evaluate(
+        args.task,
+        encoder,
+        head,
+        *test_data,
+        args.lengths,
+        args.eval_sequences,
+        args.seed,
+    )
 
 
 def predict_alone(head, embedded):
@@ -546,7 +720,7 @@ def print_table(args, results, dataset_name):
             f"{cell(n, results[kind]['test'][n])} ({paper_cell(n, paper)})"
             for n in lengths
         ]
-        name = mnist.RECURRENT_MODELS[kind]
+        name = models.RECURRENT_MODELS[kind]
         if results[kind]["diverged"]:
             name += " (diverged)"
         rows.append([name, *cells])
@@ -581,7 +755,7 @@ def state_weights(head):
 
 
 def evaluate_state_snapped(args, encoder, head, test_data):
-    """The final test metrics (`evaluate`) of `head` with its cell's state
+    """The final test metrics (`final_tests`) of `head` with its cell's state
     weights snapped (`cell.snap(["recurrent_kernel"])`: each to the nearest of
     its exact values, so a weight of 1 - 3e-5 carries a running count or sum
     exactly over any length) and its input weights as trained; None for a
@@ -594,53 +768,18 @@ def evaluate_state_snapped(args, encoder, head, test_data):
     trained = keras.ops.convert_to_numpy(state)
     cell.snap([SNAPPED_STATE])
     try:
-        return evaluate(
-            args.task,
-            encoder,
-            head,
-            *test_data,
-            args.lengths,
-            args.eval_sequences,
-            args.seed,
-        )
+        return final_tests(args, encoder, head, test_data)
     finally:
         state.assign(trained)
 
 
-def export_model(model, args, test_images, test_labels):
-    """Exports `model` (the `--export-model` one) to `--export-dir` and serves
-    two test sequences from the SavedModel."""
-    export_dir = args.export_dir or os.path.join(
-        "saved_models", f"mnist_{args.task}_{args.export_model}"
-    )
-    name = mnist.RECURRENT_MODELS[args.export_model]
-    index = mnist.sample_sequences(len(test_labels), 4, 10, seed=(args.seed, 7))
-    path = export_saved_model(model, export_dir, test_images[index])
-    print(f"\nExported the {name} model to {path}/ (verified against the Keras model).")
-
-    import tensorflow as tf
-
-    served_model = tf.saved_model.load(str(path))  # keep it referenced
-    print(
-        f"Served by tf.saved_model.load('{path}').serve(images), "
-        "images of shape (batch, length, height, width, 1):"
-    )
-    for length in (3, 100):
-        index = mnist.sample_sequences(len(test_labels), 1, length, seed=(1, length))
-        served = np.asarray(served_model.serve(test_images[index]))[0]
-        exact = mnist.sequence_targets(args.task, test_labels[index])[0]
-        print(f"  length {length:3d}: served " + " ".join(f"{v:6.2f}" for v in served))
-        print("              exact  " + " ".join(f"{v:6.0f}" for v in exact))
-
-
-def plot(args, results, dataset_name):
+def plot(args, results, dataset_name, plt):
     """The error against the sequence length (log-log) and the training loss
-    against the step, per model, in `args.png`."""
-    plt = pyplot()
+    against the step, per model: a matplotlib figure."""
     fig, (errors, losses) = plt.subplots(1, 2, figsize=(10, 3.6))
     lengths = sorted(n for n in args.lengths if n > 1)
     for kind, result in results.items():
-        label = mnist.RECURRENT_MODELS[kind]
+        label = models.RECURRENT_MODELS[kind]
         if result["diverged"]:
             label += " (diverged)"
         maes = [result["test"][n]["mae"] for n in lengths]
@@ -678,163 +817,8 @@ def plot(args, results, dataset_name):
     task = "Counting" if args.task == "count" else "Addition"
     fig.suptitle(f"{task} of {dataset_name} (seed {args.seed})")
     fig.tight_layout()
-    save_png(fig, args.png)
+    return fig
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    strategy = create_strategy(args)
-    quiet_tensorflow_logger()  # predict retraces once per length
-    dataset_name = mnist.DATASET_NAMES[args.dataset]
-    try:
-        (train_images, train_labels), (test_images, test_labels) = mnist.load_splits(
-            args
-        )
-    except (FileNotFoundError, ImportError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(
-        f"{dataset_name}: {len(train_labels)} training and {len(test_labels)} test "
-        f"images of {train_images.shape[1]}x{train_images.shape[2]}. Task: "
-        f"{args.task}. Each model trains {args.steps} steps of {args.batch_size} "
-        f"fresh sequences of {args.train_length} training images (Adam lr "
-        + ", ".join(
-            f"{mnist.RECURRENT_MODELS[kind]} {learning_rate_of(kind, args):g}"
-            for kind in args.models
-        )
-        + f"; seed {args.seed}, encoder {args.encoder}, its dropout "
-        f"{mnist.describe_dropout(args.dropout, args.encoder)}"
-        + (
-            ", the recurrent part reads the encoder's log-softmax"
-            if args.encoder_output == "log_softmax"
-            else ""
-        )
-        + (f", images moved by up to {args.max_shift} px" if args.max_shift else "")
-        + (
-            ", learning rate x{1:g} after step {0}".format(*args.learning_rate_drop)
-            if args.learning_rate_drop
-            else ""
-        )
-        + (f", weights averaged (EMA momentum {args.ema:g})" if args.ema else "")
-        + "); tested on "
-        f"{len(test_labels)} single test images and {args.eval_sequences} test "
-        "sequences per longer length.\n",
-        flush=True,
-    )
-    checkpoints = Checkpoints(args, strategy)
-    start = time.perf_counter()
-    results, exported = {}, None
-    progress = Progress(len(args.models), done=0, unit="run")
-    # The encoder's own classes are counted where it has them.
-    channels = args.encoder_output == "log_softmax"
-    for kind in args.models:
-        name = mnist.RECURRENT_MODELS[kind]
-        print(f"{name}:", flush=True)
-        began = time.perf_counter()
-        result, encoder, head = train(
-            kind,
-            args,
-            (train_images, train_labels),
-            (test_images, test_labels),
-            strategy,
-            checkpoints(args.task, kind),
-        )
-        report(result, name)
-        model = result.model
-        # Over all the steps, as the one epoch of all the steps gave it before.
-        loss = mean_over_steps(args, result.history.get("loss", []))
-        test = evaluate(
-            args.task,
-            encoder,
-            head,
-            test_images,
-            test_labels,
-            args.lengths,
-            args.eval_sequences,
-            args.seed,
-        )
-        seconds = time.perf_counter() - began
-        history = result.history
-        results[kind] = {
-            "learning_rate": learning_rate_of(kind, args),
-            "final_loss": loss,
-            "epoch_losses": history.get("loss", []),
-            # After each epoch, at its step: the test metrics of
-            # `epoch_metrics` (a subset of the sequences above length 1).
-            "epoch_steps": [
-                int(step) for step in np.cumsum(epoch_steps(args))[: result.epochs]
-            ],
-            "epoch_metrics": {k: v for k, v in history.items() if k != "loss"},
-            "diverged": result.divergence,
-            "state_weights": state_weights(head),
-            "test": test,
-            # The same tests with the cell's state weights snapped, or None.
-            "test_state_snapped": evaluate_state_snapped(
-                args, encoder, head, (test_images, test_labels)
-            ),
-            "test_digits": digit_readings(
-                args.task, encoder, head, test_images, test_labels, channels
-            ),
-            # The first training images, unmoved, as `--diagnostics` reads them.
-            "train_digits": digit_readings(
-                args.task,
-                encoder,
-                head,
-                train_images[:DIAGNOSTIC_IMAGES],
-                train_labels[:DIAGNOSTIC_IMAGES],
-                channels,
-            ),
-            "seconds": seconds,
-        }
-        progress.update(
-            len(results),
-            {
-                "mean training loss": fmt(loss),
-                **{f"length {n}": cell(n, test[n]) for n in sorted(args.lengths)},
-            },
-            what=name + (", diverged" if result.divergence else ""),
-        )
-        if results[kind]["state_weights"] is not None:
-            print(
-                f"{name}'s state weights, 1 - w: "
-                + " ".join(f"{1 - w:.2g}" for w in results[kind]["state_weights"])
-                + (
-                    "; snapped: "
-                    + ", ".join(
-                        f"length {n} {cell(n, snapped[n])}" for n in sorted(snapped)
-                    )
-                    if (snapped := results[kind]["test_state_snapped"])
-                    else ""
-                ),
-                flush=True,
-            )
-        readings = results[kind]
-        print(f"{name} {describe_readings(readings['test_digits'])}", flush=True)
-        print(
-            f"{name} {describe_fit(readings['train_digits'], readings['test_digits'])}",
-            flush=True,
-        )
-        if kind == args.export_model:
-            exported = model
-    wall = time.perf_counter() - start
-    print_table(args, results, dataset_name)
-    print(
-        f"\nTrained and evaluated in {wall:.0f} s on the "
-        f"{keras.backend.backend()} backend."
-    )
-    if is_chief(strategy):
-        plot(args, results, dataset_name)
-        save_json(
-            {"arguments": vars(args), "wall_seconds": wall, "results": results},
-            args.json,
-        )
-        print(f"Wrote {args.png} and {args.json}.")
-        name = mnist.RECURRENT_MODELS[args.export_model]
-        if exported is not None and can_export(f"the {name} model"):
-            export_model(exported, args, test_images, test_labels)
-    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return MnistCountingExperiment().main(argv)

@@ -45,42 +45,22 @@ that changes a run's results or its test canvases, and hold each variant and
 seed once, every variant with the same seeds (the table pairs them by seed).
 """
 
-import argparse
 import json
 import re
-import sys
 import time
 from pathlib import Path
 
 import keras
 import numpy as np
 
-from keras_nalu.training import Progress, fit
-from nalu_research.cli import (
-    RUN_OPTIONS,
-    Checkpoints,
-    Shuffled,
-    add_backend_argument,
-    add_training_arguments,
-    create_strategy,
-    is_chief,
-    non_negative_int,
-    positive_float,
-    positive_int,
-    quiet_tensorflow_logger,
-    report,
-)
-from nalu_research.monitoring import (
-    Evaluation,
-    add_output_arguments,
-    markdown_table,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.arguments import RUN_OPTIONS, Shared, positive_int
+from nalu_research.experiment import Experiment
+from nalu_research.image_arguments import add_dataset_arguments, exits_without_data
+from nalu_research.models import mnist as models
+from nalu_research.monitoring import Evaluation, markdown_table, png_path
+from nalu_research.runs import quiet_tensorflow_logger
 from nalu_research.tasks import mean_interval, mnist
+from nalu_research.tasks.batches import Shuffled
 
 # About 3.6 digit widths: 100 pixels for MNIST's 28x28 digits, 28 for the 8x8.
 CANVAS_SIZE = {"mnist": 100, "mnist5k": 100, "digits": 28}
@@ -88,73 +68,195 @@ CANVAS_SIZE = {"mnist": 100, "mnist5k": 100, "digits": 28}
 TRAIN_SEED, TEST_SEED = 1, 2
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    mnist.add_dataset_arguments(parser)
-    parser.add_argument(
-        "--variants",
-        nargs="+",
-        choices=list(mnist.ABLATION_VARIANTS),
-        default=list(mnist.ABLATION_VARIANTS),
-    )
-    parser.add_argument("--train-size", type=positive_int, default=20_000)
-    parser.add_argument(
-        "--fresh-canvases",
-        action="store_true",
-        help="train on canvases drawn anew for every batch (an epoch is still "
-        "--train-size canvases) instead of the same --train-size canvases "
-        "every epoch",
-    )
-    parser.add_argument("--test-size", type=positive_int, default=2_000)
-    parser.add_argument("--epochs", type=positive_int, default=10)
-    parser.add_argument("--batch-size", type=positive_int, default=64)
-    parser.add_argument("--learning-rate", type=positive_float, default=1e-3)
-    parser.add_argument(
-        "--canvas-size",
-        type=positive_int,
-        help="side of a canvas in pixels (default 100 for mnist and mnist5k, "
-        "28 for digits)",
-    )
-    parser.add_argument(
-        "--filters",
-        type=positive_int,
-        nargs="+",
-        default=[16, 32, 32],
-        help="filters of each convolution block",
-    )
-    parser.add_argument(
-        "--seeds", type=positive_int, default=1, help="how many seeds (default 1)"
-    )
-    parser.add_argument(
-        "--first-seed",
-        type=non_negative_int,
-        default=0,
-        help="the seeds are FIRST_SEED..FIRST_SEED+SEEDS-1 (default 0): a seed's "
-        "run is the same whatever the other seeds",
-    )
-    add_output_arguments(
-        parser, None, shown_default="results/mnist_parity_DATASET.json"
-    )
-    add_training_arguments(parser, "mnist_parity")
-    add_backend_argument(parser, "mnist_parity")
-    parser.add_argument(
-        "--from-json",
-        type=Path,
-        nargs="+",
-        metavar="FILE",
-        help="train nothing: print the table and plot of the runs saved in "
-        "these JSONs of this script, merged (e.g. one per seed), and write "
-        "them as one JSON (default results/mnist_parity_from_json.json)",
-    )
-    args = parser.parse_args(argv)
-    if args.from_json:
-        return from_json_arguments(parser, args)
-    if args.canvas_size is None:
-        args.canvas_size = CANVAS_SIZE[args.dataset]
-    if args.json is None:
-        args.json = Path(f"results/mnist_parity_{args.dataset}.json")
-    args.png = png_path(args)
-    return args
+class MnistParityExperiment(Experiment):
+    """MNIST parity and the NAC ablation (Trask et al. 2018, Section 4.6,
+    Table 4)."""
+
+    name = "mnist_parity"
+    arguments = {
+        "epochs": 10,
+        "batch_size": 64,
+        "learning_rate": 1e-3,
+        "seeds": 1,
+        "first_seed": Shared(
+            0,
+            help="the seeds are FIRST_SEED..FIRST_SEED+SEEDS-1 (default "
+            "%(default)s): a seed's run is the same whatever the other seeds",
+        ),
+    }
+    record_path = "results/mnist_parity_{dataset}.json"
+    plots = True
+    checkpoints = True
+
+    def add_arguments(self, parser):
+        add_dataset_arguments(parser)
+        parser.add_argument(
+            "--variants",
+            nargs="+",
+            choices=list(models.ABLATION_VARIANTS),
+            default=list(models.ABLATION_VARIANTS),
+        )
+        parser.add_argument("--train-size", type=positive_int, default=20_000)
+        parser.add_argument(
+            "--fresh-canvases",
+            action="store_true",
+            help="train on canvases drawn anew for every batch (an epoch is still "
+            "--train-size canvases) instead of the same --train-size canvases "
+            "every epoch",
+        )
+        parser.add_argument("--test-size", type=positive_int, default=2_000)
+        parser.add_argument(
+            "--canvas-size",
+            type=positive_int,
+            help="side of a canvas in pixels (default 100 for mnist and mnist5k, "
+            "28 for digits)",
+        )
+        parser.add_argument(
+            "--filters",
+            type=positive_int,
+            nargs="+",
+            default=[16, 32, 32],
+            help="filters of each convolution block",
+        )
+        parser.add_argument(
+            "--from-json",
+            type=Path,
+            nargs="+",
+            metavar="FILE",
+            help="train nothing: print the table and plot of the runs saved in "
+            "these JSONs of this script, merged (e.g. one per seed), and write "
+            "them as one JSON (default results/mnist_parity_from_json.json)",
+        )
+
+    def check_arguments(self, args, parser):
+        if args.from_json:
+            from_json_arguments(parser, args)
+        elif args.canvas_size is None:
+            args.canvas_size = CANVAS_SIZE[args.dataset]
+
+    def prepare(self, args, session):
+        if args.from_json:
+            saved = args.saved
+            self.majority = saved["majority_class"]
+            self.dataset_name = mnist.DATASET_NAMES[saved["arguments"]["dataset"]]
+            results = saved["results"]
+            seeds_saved = seeds_text(r["seed"] for r in next(iter(results.values())))
+            print(
+                f"The runs saved in {len(args.from_json)} JSON file(s) "
+                f"({', '.join(map(str, args.from_json))}): {', '.join(results)}; "
+                f"seeds {seeds_saved}."
+            )
+            return
+        quiet_tensorflow_logger()  # predict traces anew for every model and epoch
+        self.dataset_name = mnist.DATASET_NAMES[args.dataset]
+        with exits_without_data():
+            digits = mnist.load_digit_images(args.dataset, "train", args.data_dir)
+            test_digits = mnist.load_digit_images(args.dataset, "test", args.data_dir)
+            self.data = {
+                "train": canvases(args, args.train_size, TRAIN_SEED, digits),
+                "test": canvases(args, args.test_size, TEST_SEED, test_digits),
+                "digits": digits,
+            }
+        test_labels = self.data["test"][1]
+        self.majority = 100.0 * max(np.mean(test_labels), 1 - np.mean(test_labels))
+        print(
+            f"Parity of the number of even digits on {args.canvas_size}x"
+            f"{args.canvas_size} canvases of 0-5 digits from {self.dataset_name}: "
+            + (
+                f"training canvases (training-split digits) drawn anew for every "
+                f"batch, {args.train_size} an epoch, "
+                if args.fresh_canvases
+                else f"{args.train_size} training canvases (training-split digits), "
+            )
+            + f"{args.test_size} test canvases (test-split digits); majority class "
+            f"{self.majority:.1f}% of the test set. Each variant trains "
+            f"{args.epochs} epochs, batch {args.batch_size}, Adam lr "
+            f"{args.learning_rate:g}, seeds {seeds_text(seeds(args))}.\n",
+            flush=True,
+        )
+        self.started = time.perf_counter()
+
+    def runs(self, args):
+        if args.from_json:
+            return [()]  # one run: reading the saved ones
+        return [(variant, seed) for variant in args.variants for seed in seeds(args)]
+
+    def train(self, args, run, session):
+        if not run:  # --from-json: the saved runs, merged, are the rows
+            return [
+                {"variant": variant, **saved}
+                for variant, runs in args.saved["results"].items()
+                for saved in runs
+            ]
+        variant, seed = run
+        print(f"{variant}, seed {seed}:", flush=True)
+        began = time.perf_counter()
+        result, test_accuracy, train_accuracy = fit_variant(
+            variant, seed, args, self.data, session
+        )
+        steps = epoch_steps(args)
+        return {
+            "variant": variant,
+            "seed": seed,
+            "test_accuracy": test_accuracy,
+            "train_accuracy": train_accuracy,
+            "diverged": result.divergence,
+            "seconds": time.perf_counter() - began,
+            # After each epoch, at its step.
+            "epoch_steps": [steps * (e + 1) for e in range(result.epochs)],
+            "epoch_losses": result.history.get("loss", []),
+            "epoch_test_accuracy": result.history.get("test_accuracy", []),
+        }
+
+    def progress(self, row):
+        return {
+            "test accuracy": f"{row['test_accuracy']:.1f}%",
+            "training set": f"{row['train_accuracy']:.1f}%",
+        }
+
+    def run_name(self, run, row):
+        return f"{run[0]}, seed {run[1]}" + (", diverged" if row["diverged"] else "")
+
+    def report(self, args, rows):
+        print_table(results_of(rows), self.dataset_name)
+        if args.from_json:
+            return
+        self.wall = time.perf_counter() - self.started
+        print(
+            f"\nTrained and evaluated in {self.wall:.0f} s on the "
+            f"{keras.backend.backend()} backend."
+        )
+
+    def record(self, args, rows):
+        if not args.from_json:
+            return {
+                "majority_class": self.majority,
+                "wall_seconds": self.wall,
+                "results": results_of(rows),
+            }
+        # The merged runs' own: their arguments, seeds and budget.
+        saved = args.saved
+        arguments = {**saved["arguments"], "json": args.json, "png": args.png}
+        budget = ("epochs", "batch_size")
+        return {
+            **saved,
+            "arguments": arguments,
+            "seeds": {"seeds": sorted({row["seed"] for row in rows})},
+            "budget": {k: arguments[k] for k in budget if k in arguments},
+        }
+
+    def plot(self, args, rows, plt):
+        return plot(results_of(rows), self.majority, self.dataset_name, plt)
+
+
+def results_of(rows):
+    """The record's `results`: each variant's runs (rows without their
+    variant), in the rows' order."""
+    results = {}
+    for row in rows:
+        run = {k: v for k, v in row.items() if k != "variant"}
+        results.setdefault(row["variant"], []).append(run)
+    return results
 
 
 def from_json_arguments(parser, args):
@@ -280,10 +382,10 @@ def read_saved(path):
             f"the keys {', '.join(keys)}, arguments and results objects)"
         )
     for variant, runs in saved["results"].items():
-        if variant not in mnist.ABLATION_VARIANTS:
+        if variant not in models.ABLATION_VARIANTS:
             raise ValueError(
                 f"{path} holds runs of an unknown variant {variant!r} (expected "
-                f"one of {', '.join(mnist.ABLATION_VARIANTS)})"
+                f"one of {', '.join(models.ABLATION_VARIANTS)})"
             )
         if not isinstance(runs, list) or not all(
             isinstance(run, dict) and all(key in run for key in RUN_KEYS)
@@ -350,7 +452,7 @@ def load_saved(paths):
                 runs_of.setdefault(variant, []).append(run)
     results = {
         variant: sorted(runs_of[variant], key=lambda r: r["seed"])
-        for variant in mnist.ABLATION_VARIANTS
+        for variant in models.ABLATION_VARIANTS
         if variant in runs_of
     }
     if not results:
@@ -380,12 +482,12 @@ def accuracy(model, data):
     return 100.0 * float(np.mean(np.argmax(probabilities, axis=1) == data[1]))
 
 
-def run(variant, seed, args, data, strategy, checkpoint_dir):
+def fit_variant(variant, seed, args, data, session):
     """Trains `variant` from `seed` for `args.epochs` epochs over the training
     canvases of `data` (a `dict`: `train` and `test` canvases, `digits` the
     training digits), each epoch in its own shuffled order (with
-    `--fresh-canvases`, new canvases of those digits) and checkpointed in
-    `checkpoint_dir`.
+    `--fresh-canvases`, new canvases of those digits) and checkpointed
+    (`session.fit`).
 
     After every epoch the test accuracy joins the epoch's logs
     (`test_accuracy`: printed, in the history and in TensorBoard).
@@ -406,18 +508,21 @@ def run(variant, seed, args, data, strategy, checkpoint_dir):
 
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}
     keras.utils.set_random_seed(seed)
-    result = fit(
-        lambda: mnist.parity_model(variant, train[0].shape[1:], filters=args.filters),
-        batches,
+    result = session.fit(
+        folder_name(variant),
+        seed,
+        what=f"{variant}, seed {seed}",
+        model_fn=lambda: models.parity_model(
+            variant, train[0].shape[1:], filters=args.filters
+        ),
+        data_fn=batches,
         loss="sparse_categorical_crossentropy",
         optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
         epochs=args.epochs,
-        strategy=strategy,
-        checkpoint_dir=checkpoint_dir,
         config={**config, "variant": variant, "run_seed": seed},
         callbacks=[
             Evaluation(lambda model: {"test_accuracy": accuracy(model, test)}),
-            *tensorboard(args, folder_name(variant), seed),
+            *session.callbacks(folder_name(variant), seed),
         ],
     )
     return result, accuracy(result.model, test), accuracy(result.model, train)
@@ -428,11 +533,10 @@ def folder_name(variant):
     return re.sub(r"[^A-Za-z0-9+]+", "_", variant)
 
 
-def plot(png, results, majority, dataset_name):
+def plot(results, majority, dataset_name, plt):
     """The test accuracy of each variant (a point per seed, a bar at the
     median, the paper's Table 4 as a cross) and its median over the seeds
-    after each epoch, in `png`."""
-    plt = pyplot()
+    after each epoch: a matplotlib figure."""
     fig, (final, curves) = plt.subplots(
         1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.2, 1]}
     )
@@ -463,117 +567,7 @@ def plot(png, results, majority, dataset_name):
     curves.legend(fontsize=7)
     fig.suptitle(f"Parity on {dataset_name} canvases, by last layer")
     fig.tight_layout()
-    save_png(fig, png)
-
-
-def show_saved(args):
-    """`--from-json`: the table and plot of the merged saved runs, and their
-    JSON."""
-    saved = args.saved
-    dataset_name = mnist.DATASET_NAMES[saved["arguments"]["dataset"]]
-    results = saved["results"]
-    print(
-        f"The runs saved in {len(args.from_json)} JSON file(s) "
-        f"({', '.join(map(str, args.from_json))}): {', '.join(results)}; "
-        f"seeds {seeds_text(r['seed'] for r in next(iter(results.values())))}."
-    )
-    print_table(results, dataset_name)
-    plot(args.png, results, saved["majority_class"], dataset_name)
-    save_json(
-        {**saved, "arguments": {**saved["arguments"], "json": args.json,
-                                "png": args.png}},
-        args.json,
-    )  # fmt: skip
-    print(f"Wrote {args.png} and {args.json}.")
-    return 0
-
-
-def main(argv=None):
-    args = parse_args(argv)
-    if args.from_json:
-        return show_saved(args)
-    strategy = create_strategy(args)
-    quiet_tensorflow_logger()  # predict traces anew for every model and epoch
-    dataset_name = mnist.DATASET_NAMES[args.dataset]
-    try:
-        train_digits = mnist.load_digit_images(args.dataset, "train", args.data_dir)
-        test_digits = mnist.load_digit_images(args.dataset, "test", args.data_dir)
-        train = canvases(args, args.train_size, TRAIN_SEED, train_digits)
-        test = canvases(args, args.test_size, TEST_SEED, test_digits)
-    except (FileNotFoundError, ImportError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    majority = 100.0 * max(np.mean(test[1]), 1 - np.mean(test[1]))
-    print(
-        f"Parity of the number of even digits on {args.canvas_size}x"
-        f"{args.canvas_size} canvases of 0-5 digits from {dataset_name}: "
-        + (
-            f"training canvases (training-split digits) drawn anew for every "
-            f"batch, {args.train_size} an epoch, "
-            if args.fresh_canvases
-            else f"{args.train_size} training canvases (training-split digits), "
-        )
-        + f"{args.test_size} test canvases (test-split digits); majority class "
-        f"{majority:.1f}% of the test set. Each variant trains {args.epochs} "
-        f"epochs, batch {args.batch_size}, Adam lr {args.learning_rate:g}, "
-        f"seeds {seeds_text(seeds(args))}.\n",
-        flush=True,
-    )
-    checkpoints = Checkpoints(args, strategy)
-    start = time.perf_counter()
-    results = {}
-    progress = Progress(len(args.variants) * args.seeds, done=0, unit="run")
-    steps_per_epoch = epoch_steps(args)
-    for variant in args.variants:
-        runs = []
-        for seed in seeds(args):
-            print(f"{variant}, seed {seed}:", flush=True)
-            began = time.perf_counter()
-            result, test_accuracy, train_accuracy = run(
-                variant,
-                seed,
-                args,
-                {"train": train, "test": test, "digits": train_digits},
-                strategy,
-                checkpoints(folder_name(variant), seed),
-            )
-            report(result, f"{variant}, seed {seed}")
-            seconds = time.perf_counter() - began
-            runs.append(
-                {"seed": seed, "test_accuracy": test_accuracy,
-                 "train_accuracy": train_accuracy, "diverged": result.divergence,
-                 "seconds": seconds,
-                 # After each epoch, at its step.
-                 "epoch_steps": [steps_per_epoch * (e + 1)
-                                 for e in range(result.epochs)],
-                 "epoch_losses": result.history.get("loss", []),
-                 "epoch_test_accuracy": result.history.get("test_accuracy", [])}
-            )  # fmt: skip
-            results[variant] = runs
-            progress.update(
-                sum(map(len, results.values())),
-                {"test accuracy": f"{test_accuracy:.1f}%",
-                 "training set": f"{train_accuracy:.1f}%"},
-                what=f"{variant}, seed {seed}"
-                + (", diverged" if result.divergence else ""),
-            )  # fmt: skip
-    wall = time.perf_counter() - start
-
-    print_table(results, dataset_name)
-    print(
-        f"\nTrained and evaluated in {wall:.0f} s on the "
-        f"{keras.backend.backend()} backend."
-    )
-    if is_chief(strategy):
-        plot(args.png, results, majority, dataset_name)
-        save_json(
-            {"arguments": vars(args), "majority_class": majority,
-             "wall_seconds": wall, "results": results},
-            args.json,
-        )  # fmt: skip
-        print(f"Wrote {args.png} and {args.json}.")
-    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
-    return 0
+    return fig
 
 
 def print_table(results, dataset_name):
@@ -619,5 +613,5 @@ def print_table(results, dataset_name):
     print("\n".join(markdown_table([*columns, "paper"], rows)))
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def main(argv=None):
+    return MnistParityExperiment().main(argv)

@@ -50,30 +50,22 @@ devices or on the hosts of `TF_CONFIG`.
     python examples/number_translation.py --quick   # a smoke run
 """
 
-import argparse
 import time
 
 import keras
 import numpy as np
 
-from keras_nalu import NAC, NALU, NACCell, NALUCell, export_saved_model
-from keras_nalu.training import Progress, fit
+from keras_nalu import NAC, NALU, NACCell, NALUCell
 from nalu_research import side_by_side
-from nalu_research.cli import (
+from nalu_research.arguments import (
     RUN_OPTIONS,
-    Checkpoints,
-    add_backend_argument,
-    add_learning_rate_drop_argument,
-    add_training_arguments,
-    create_strategy,
-    is_chief,
-    non_negative_int,
+    Shared,
+    check_eval_every,
     positive_float,
     positive_int,
-    report,
-    steps_per_execution,
 )
-from nalu_research.cli import learning_rate as scheduled
+from nalu_research.arguments import learning_rate as scheduled
+from nalu_research.experiment import Experiment, Session
 from nalu_research.layers import (
     CheckedTokens,
     LastToken,
@@ -81,16 +73,9 @@ from nalu_research.layers import (
     NextTokens,
     SummedStates,
 )
-from nalu_research.monitoring import (
-    add_output_arguments,
-    markdown_table,
-    output_folder_name,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.monitoring import markdown_table
+from nalu_research.runs import steps_per_execution
+from nalu_research.serving import Export
 from nalu_research.side_by_side import output_name, seeded
 from nalu_research.tasks.number_words import (
     MAX_LENGTH,
@@ -288,7 +273,9 @@ def lone_word_errors(model, data, after_lone):
     }
 
 
-# The splits evaluated after every epoch (the validation MAE selects).
+# The task's splits, and those evaluated after every epoch (the validation
+# MAE selects).
+SPLITS = ("train", "validation", "test")
 EVALUATED = ("validation", "test")
 
 
@@ -368,15 +355,7 @@ class KeepBest(keras.callbacks.Callback):
 
 
 def train_config(
-    kind,
-    size,
-    learning_rate,
-    seeds,
-    data,
-    args,
-    strategy=None,
-    checkpoint_dir=None,
-    train_targets=None,
+    kind, size, learning_rate, seeds, data, args, session=None, train_targets=None
 ):
     """Trains one model per seed; returns `[(errors, seed, steps_model,
     model), ...]`.
@@ -388,16 +367,18 @@ def train_config(
     The seeds' models train side by side in one Keras model whose loss is the
     sum of theirs: no weight is shared, so each gets exactly the gradients and
     Adam updates it would get alone, in a third of the time. Training runs in
-    epochs of `args.eval_every` full-batch steps, each checkpointed in
-    `checkpoint_dir` (when given) and followed by the seeds' validation and
-    test MAE (`seed_errors`: printed with the loss and, for several seeds,
-    each one's `seed_<seed>_loss`; kept as `errors["curves"]` at the steps
+    epochs of `args.eval_every` full-batch steps, each checkpointed in the
+    configuration's folder of `session` (none without one: `Session(args)`)
+    and followed by the seeds' validation and test MAE (`seed_errors`:
+    printed with the loss and, for several seeds, each one's
+    `seed_<seed>_loss`; kept as `errors["curves"]` at the steps
     `errors["steps"]`; written to TensorBoard with `--tensorboard`). A
     non-finite loss of any seed stops them all there (`errors["diverged"]`
     says where); each keeps its best weights.
     """
     import tensorflow as tf
 
+    session = session or Session(args)
     keep = KeepBest(seeds, args.eval_every)
     built = {}
     # One seed: a model of one output, not of a list of one, which the custom
@@ -435,26 +416,20 @@ def train_config(
         "run_seeds": list(seeds),
         **{k: v for k, v in vars(args).items() if k not in IGNORED},
     }
-    result = fit(
-        build,
-        batches,
+    parts = (kind, size, f"{learning_rate:g}")
+    result = session.fit(
+        *parts,
+        what=f"{model_name(kind, args.readout)}, size {size}, lr {learning_rate:g}",
+        model_fn=build,
+        data_fn=batches,
         loss=loss if alone else [loss] * len(seeds),
         optimizer_fn=lambda: keras.optimizers.Adam(
             scheduled(learning_rate, args.learning_rate_drop)
         ),
         epochs=max(1, args.steps // args.eval_every),
-        strategy=strategy,
-        checkpoint_dir=checkpoint_dir,
         config=config,
-        callbacks=[
-            seed_errors(seeds, data),
-            keep,
-            *tensorboard(args, kind, size, f"{learning_rate:g}"),
-        ],
+        callbacks=[seed_errors(seeds, data), keep, *session.callbacks(*parts)],
         steps_per_execution=steps_per_execution(args.eval_every),
-    )
-    report(
-        result, f"{model_name(kind, args.readout)}, size {size}, lr {learning_rate:g}"
     )
     keep.restore()
     runs = []
@@ -480,133 +455,295 @@ IGNORED = (
     "models",
     "quick",
     "export_dir",
+    "no_export",
     "json",
     "png",
     *RUN_OPTIONS,
 )
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--seed", type=non_negative_int, default=0, help="fixes the split"
-    )
-    parser.add_argument("--seeds", type=positive_int, default=3, help="runs per config")
-    parser.add_argument("--steps", type=positive_int, default=5000)
-    parser.add_argument("--eval-every", type=positive_int, default=500)
-    parser.add_argument(
-        "--sizes",
-        type=positive_int,
-        nargs="+",
-        default=[16, 32],
-        help="LSTM sizes (the embedding's with --readout pairs)",
-    )
-    parser.add_argument(
-        "--embedding-size",
-        type=positive_int,
-        default=None,
-        help="the token embedding's size (default: the LSTM's, as the paper's "
-        "grid; the authors told Madsen & Johansen about 256, with an LSTM of 10)",
-    )
-    parser.add_argument(
-        "--learning-rates", type=positive_float, nargs="+", default=[0.01, 0.001]
-    )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        choices=list(MODELS),
-        help="default: the LSTM and every unit the --readout has",
-    )
-    parser.add_argument("--loss", default="mae", choices=["mae", "mse"])
-    add_learning_rate_drop_argument(parser)
-    parser.add_argument(
-        "--readout",
-        default="step",
-        choices=list(READOUTS),
-        help="how the NAC or NALU reads the LSTM: 'step', on each step's "
-        "output; 'recurrent', as a recurrent cell with its previous "
-        "prediction as one more input (stable-nalu's reading); 'two-layer', "
-        "on each step's output through a hidden layer of the same unit, as "
-        "wide as the LSTM; 'configured' (NALU only), a running value that a "
-        "NALU configured by the LSTM (Section 4.4's cell) updates with a "
-        "learned number per token; 'pairs', not the paper's model: no LSTM, "
-        "the sum of a NAC or NALU over each pair of adjacent words' "
-        "embeddings (the last word paired with the end), --sizes being the "
-        "embedding's",
-    )
-    parser.add_argument(
-        "--targets",
-        default="last",
-        choices=TARGETS,
-        help="what the loss reads: 'last', the last token's prediction against "
-        "the number; 'prefix', every token's against the value of the words "
-        "read so far (Figure 3's trace)",
-    )
-    parser.add_argument(
-        "--token-values",
-        default="log",
-        choices=TOKEN_VALUES,
-        help="the configured readout's number per token: 'log', exp of a "
-        "learned embedding of width 1 (moved by a factor per Adam step); "
-        "'linear', the embedding itself (moved by about the learning rate "
-        "per step)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="a smoke run: 1 seed, size 16, lr 0.01, 40 steps",
-    )
-    parser.add_argument(
-        "--export-dir",
-        type=output_folder_name,
-        default="saved_models/number_translation",
-    )
-    add_output_arguments(parser, "results/number_translation.json")
-    add_training_arguments(parser, "number_translation")
-    add_backend_argument(parser, "number_translation")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.seeds, args.steps, args.eval_every = 1, 40, 20
-        args.sizes, args.learning_rates = [16], [0.01]
-    if args.eval_every > args.steps:
-        parser.error(
-            f"--eval-every must be at most --steps ({args.steps}), "
-            f"got {args.eval_every}"
+def lowest_validation(runs):
+    """The validation MAE of `runs` (`[(errors, ...), ...]`) that the choice
+    of a configuration and of the best run ranks, NaN last."""
+    return [np.nan_to_num(run[0]["validation"], nan=np.inf) for run in runs]
+
+
+class NumberTranslation(Experiment):
+    # Its --help description: the module docstring's first paragraph.
+
+    name = "number_translation"
+    arguments = {
+        "seed": Shared(0, help="fixes the split (default %(default)s)"),
+        "seeds": Shared(3, help="runs per configuration (default %(default)s)"),
+        "steps": 5000,
+        "eval_every": 500,
+        "learning_rate_drop": None,
+    }
+    record_path = "results/number_translation.json"
+    plots = True
+    checkpoints = True
+    export_path = "saved_models/number_translation"
+    run_unit = "configuration"
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--sizes",
+            type=positive_int,
+            nargs="+",
+            default=[16, 32],
+            help="LSTM sizes (the embedding's with --readout pairs)",
         )
-    if args.learning_rate_drop and args.learning_rate_drop[0] >= args.steps:
-        parser.error(
-            f"--learning-rate-drop STEP must be below --steps ({args.steps}), "
-            f"got {args.learning_rate_drop[0]}"
+        parser.add_argument(
+            "--embedding-size",
+            type=positive_int,
+            default=None,
+            help="the token embedding's size (default: the LSTM's, as the paper's "
+            "grid; the authors told Madsen & Johansen about 256, with an LSTM of 10)",
         )
-    if args.readout == "pairs" and args.embedding_size is not None:
-        parser.error(
-            "--embedding-size has no use with --readout pairs, whose --sizes are "
-            f"the embedding's; got --embedding-size {args.embedding_size}"
+        parser.add_argument(
+            "--learning-rates", type=positive_float, nargs="+", default=[0.01, 0.001]
         )
-    if args.models is None:
-        args.models = ["lstm", *READOUTS[args.readout]]
-    for key in args.models:
-        if key != "lstm" and key not in READOUTS[args.readout]:
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            choices=list(MODELS),
+            help="default: the LSTM and every unit the --readout has",
+        )
+        parser.add_argument("--loss", default="mae", choices=["mae", "mse"])
+        parser.add_argument(
+            "--readout",
+            default="step",
+            choices=list(READOUTS),
+            help="how the NAC or NALU reads the LSTM: 'step', on each step's "
+            "output; 'recurrent', as a recurrent cell with its previous "
+            "prediction as one more input (stable-nalu's reading); 'two-layer', "
+            "on each step's output through a hidden layer of the same unit, as "
+            "wide as the LSTM; 'configured' (NALU only), a running value that a "
+            "NALU configured by the LSTM (Section 4.4's cell) updates with a "
+            "learned number per token; 'pairs', not the paper's model: no LSTM, "
+            "the sum of a NAC or NALU over each pair of adjacent words' "
+            "embeddings (the last word paired with the end), --sizes being the "
+            "embedding's",
+        )
+        parser.add_argument(
+            "--targets",
+            default="last",
+            choices=TARGETS,
+            help="what the loss reads: 'last', the last token's prediction against "
+            "the number; 'prefix', every token's against the value of the words "
+            "read so far (Figure 3's trace)",
+        )
+        parser.add_argument(
+            "--token-values",
+            default="log",
+            choices=TOKEN_VALUES,
+            help="the configured readout's number per token: 'log', exp of a "
+            "learned embedding of width 1 (moved by a factor per Adam step); "
+            "'linear', the embedding itself (moved by about the learning rate "
+            "per step)",
+        )
+        parser.add_argument(
+            "--quick",
+            action="store_true",
+            help="a smoke run: 1 seed, size 16, lr 0.01, 40 steps",
+        )
+
+    def check_arguments(self, args, parser):
+        if args.quick:
+            args.seeds, args.steps, args.eval_every = 1, 40, 20
+            args.sizes, args.learning_rates = [16], [0.01]
+        check_eval_every(args, parser)
+        if args.learning_rate_drop and args.learning_rate_drop[0] >= args.steps:
             parser.error(
-                f"--models {key} has no --readout {args.readout}: it reads "
-                f"{', '.join(READOUTS[args.readout])} only"
+                f"--learning-rate-drop STEP must be below --steps ({args.steps}), "
+                f"got {args.learning_rate_drop[0]}"
             )
-    args.png = png_path(args)
-    return args
+        if args.readout == "pairs" and args.embedding_size is not None:
+            parser.error(
+                "--embedding-size has no use with --readout pairs, whose --sizes "
+                f"are the embedding's; got --embedding-size {args.embedding_size}"
+            )
+        if args.models is None:
+            args.models = ["lstm", *READOUTS[args.readout]]
+        for key in args.models:
+            if key != "lstm" and key not in READOUTS[args.readout]:
+                parser.error(
+                    f"--models {key} has no --readout {args.readout}: it reads "
+                    f"{', '.join(READOUTS[args.readout])} only"
+                )
+
+    def prepare(self, args, session):
+        self.task = task = NumberWords(seed=args.seed)
+        self.data = {split: task.split(split)[1:] for split in SPLITS}
+        self.train_targets = task.prefix_targets("train")
+        self.after_lone = task.after_lone_words("test")
+        self.seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
+        print(describe(args, self.data, self.seeds), flush=True)
+        self.trained, self.served_check = {}, None
+
+    def runs(self, args):
+        return [
+            (key, size, rate)
+            for key in args.models
+            for size in args.sizes
+            for rate in args.learning_rates
+        ]
+
+    def train(self, args, run, session):
+        """Trains a configuration's seeds side by side (`train_config`); its
+        row: each seed's errors."""
+        key, size, rate = run
+        name = model_name(key, args.readout)
+        print(f"{name}, size {size}, lr {rate:g}, seeds {self.seeds}:", flush=True)
+        start = time.perf_counter()
+        runs = train_config(
+            key, size, rate, self.seeds, self.data, args, session, self.train_targets
+        )
+        seconds_each = (time.perf_counter() - start) / len(self.seeds)
+        after_lone = self.after_lone
+        for errors, seed, _, model in runs:
+            errors["seconds"] = seconds_each
+            errors.update(lone_word_errors(model, self.data, after_lone))
+            print(
+                f"{name}, size {size}, lr {rate:g}, seed {seed}: "
+                f"train {errors['train']:.3f}, validation "
+                f"{errors['validation']:.3f}, test {errors['test']:.3f} "
+                f"MAE (best at step {errors['best_step']}; test "
+                f"{errors['test_lone']:.3f} on the {after_lone.sum()} "
+                f"phrases after lone words, {errors['test_other']:.3f} "
+                "on the others)" + (" (diverged)" if errors["diverged"] else ""),
+                flush=True,
+            )
+        self.trained[run] = runs
+        return {
+            "model": name,
+            "size": size,
+            "learning_rate": rate,
+            "runs": [dict(errors, seed=seed) for errors, seed, *_ in runs],
+        }
+
+    def progress(self, row):
+        return {
+            f"median {split} MAE": np.median([r[split] for r in row["runs"]])
+            for split in EVALUATED
+        }
+
+    def run_name(self, run, row):
+        return f"{row['model']}, size {row['size']}, lr {row['learning_rate']:g}" + (
+            ", diverged" if row["runs"][0]["diverged"] else ""
+        )
+
+    def report(self, args, rows):
+        seconds = self.elapsed()
+        # Each model's configuration of the lowest median validation MAE over
+        # the seeds, and the best run of them all.
+        self.chosen, best = {}, None
+        for (key, size, rate), runs in self.trained.items():
+            name = model_name(key, args.readout)
+            chosen = self.chosen.get(name)
+            median = np.median(lowest_validation(runs))
+            if chosen is None or median < np.median(lowest_validation(chosen[2])):
+                self.chosen[name] = (size, rate, runs)
+        for name, (_, _, runs) in self.chosen.items():
+            top = runs[int(np.argmin(lowest_validation(runs)))]
+            if best is None or top[0]["validation"] < best[0][0]["validation"]:
+                best = (top, name)
+        print_table_3(args, self.chosen)
+        print_lone_word_errors(self.task, self.after_lone, self.chosen)
+        print(
+            f"\nTrained {len(rows) * len(self.seeds)} runs in {seconds:.0f} s on "
+            f"the {keras.backend.backend()} backend."
+        )
+        (_, seed, steps_model, self.model), name = best
+        self.figure_model = f"{name}, seed {seed}"
+        self.figure = figure_3(steps_model, self.figure_model)
+
+    def exports(self, args, rows):
+        """The best model as a SavedModel of strings (`text_model`), served
+        on `SERVED_PHRASES` and the `served_phrases` test phrases."""
+        if keras.backend.backend() != "tensorflow":
+            print(
+                f"No SavedModel export on the {keras.backend.backend()} backend: "
+                "the served model tokenizes its strings with TextVectorization, "
+                "in TensorFlow's graph; add --backend tensorflow to export it."
+            )
+            return []
+        phrases, _ = served_phrases(self.task)
+        sample = list(PAPER_FIGURE_3) + ["five hundred and fifteen", "zero", "zzz", ""]
+        return [
+            Export(
+                "",
+                text_model(self.model),
+                np.array(SERVED_PHRASES + phrases),
+                sample=np.array(sample),
+            )
+        ]
+
+    def served(self, args, served):
+        (export,) = served.values()
+        value, valid = (export["served"][k] for k in ("value", "valid"))
+        shown = len(SERVED_PHRASES)
+        print(
+            f"Exported the best model to {export['path']}/ (verified); "
+            f"tf.saved_model.load(path).serve({SERVED_PHRASES}): value "
+            f"{np.round(value[:shown], 2).tolist()}, valid {valid[:shown]}"
+        )
+        self.served_check = served_check(self.task, value[shown:])
+        return None  # the record keeps `served_check`
+
+    def record(self, args, rows):
+        results = {}
+        for row in rows:
+            configs = results.setdefault(row["model"], {})
+            configs[f"size {row['size']}, lr {row['learning_rate']:g}"] = row["runs"]
+        return {
+            "runs": results,
+            "chosen": {n: [s, r] for n, (s, r, _) in self.chosen.items()},
+            "figure_3": self.figure,
+            "figure_3_model": self.figure_model,
+            "served_check": self.served_check,
+        }
+
+    def plot(self, args, rows, plt):
+        """Each model's validation MAE over training (its chosen
+        configuration, a line per seed) and Figure 3 (the prediction after
+        each token, the paper's NALU dashed)."""
+        fig, (curves, trace) = plt.subplots(1, 2, figsize=(11, 3.8))
+        for name, (size, rate, runs) in self.chosen.items():
+            color = None
+            for i, (errors, *_) in enumerate(runs):
+                (line,) = curves.plot(
+                    errors["steps"],
+                    errors["curves"]["validation"],
+                    color=color,
+                    marker="." if len(errors["steps"]) == 1 else None,
+                    label=f"{name} (size {size}, lr {rate:g})" if i == 0 else None,
+                )
+                color = line.get_color()
+        curves.set_yscale("log")
+        curves.set_xlabel("training steps")
+        curves.set_ylabel("validation MAE")
+        curves.set_title("Chosen configurations, a line per seed", fontsize=10)
+        curves.legend(fontsize=8)
+        for query, values in self.figure.items():
+            read = range(1, len(values) + 1)
+            (line,) = trace.plot(read, values, marker="o", label=query)
+            paper = PAPER_FIGURE_3[query]
+            trace.plot(read, paper, "--", color=line.get_color(), alpha=0.6)
+        trace.xaxis.get_major_locator().set_params(integer=True)
+        trace.set_xlabel("tokens read")
+        trace.set_ylabel("prediction")
+        trace.set_title(
+            f"Figure 3: {self.figure_model} (dashed: the paper's NALU)", fontsize=10
+        )
+        trace.legend(fontsize=7)
+        fig.tight_layout()
+        return fig
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    strategy = create_strategy(args)
-    task = NumberWords(seed=args.seed)
-    data = {}
-    for split in ("train", "validation", "test"):
-        _, ids, y = task.split(split)
-        data[split] = (ids, y)
-    train_targets = task.prefix_targets("train")
-    after_lone = task.after_lone_words("test")
-    seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
-    print(
+def describe(args, data, seeds):
+    """The line that says what the runs are."""
+    return (
         f"Number words 0-999, split seed {args.seed}: "
         + ", ".join(f"{len(data[s][1])} {s}" for s in data)
         + f". Grid: {'embedding' if args.readout == 'pairs' else 'LSTM'} sizes "
@@ -631,78 +768,13 @@ def main(argv=None):
             else "the last token"
         )
         + f", {args.readout} readout, validation every "
-        f"{args.eval_every} steps (best kept).\n",
-        flush=True,
+        f"{args.eval_every} steps (best kept).\n"
     )
-    checkpoints = Checkpoints(args, strategy)
-    start = time.perf_counter()
-    results, chosen, best = {}, {}, None
-    # A line per trained configuration (its seeds side by side).
-    progress = Progress(
-        len(args.models) * len(args.sizes) * len(args.learning_rates),
-        done=0,
-        unit="configuration",
-    )
-    for key in args.models:
-        name = model_name(key, args.readout)
-        configs = {}
-        for size in args.sizes:
-            for rate in args.learning_rates:
-                what = f"{name}, size {size}, lr {rate:g}"
-                print(f"{what}, seeds {seeds}:", flush=True)
-                t0 = time.perf_counter()
-                runs = train_config(
-                    key,
-                    size,
-                    rate,
-                    seeds,
-                    data,
-                    args,
-                    strategy,
-                    checkpoints(key, size, f"{rate:g}"),
-                    train_targets,
-                )
-                seconds_each = (time.perf_counter() - t0) / len(seeds)
-                for errors, seed, _, model in runs:
-                    errors["seconds"] = seconds_each
-                    errors.update(lone_word_errors(model, data, after_lone))
-                    print(
-                        f"{name}, size {size}, lr {rate:g}, seed {seed}: "
-                        f"train {errors['train']:.3f}, validation "
-                        f"{errors['validation']:.3f}, test {errors['test']:.3f} "
-                        f"MAE (best at step {errors['best_step']}; test "
-                        f"{errors['test_lone']:.3f} on the {after_lone.sum()} "
-                        f"phrases after lone words, {errors['test_other']:.3f} "
-                        "on the others)"
-                        + (" (diverged)" if errors["diverged"] else ""),
-                        flush=True,
-                    )
-                configs[(size, rate)] = runs
-                progress.update(
-                    sum(map(len, results.values())) + len(configs),
-                    {
-                        f"median {split} MAE": np.median([r[0][split] for r in runs])
-                        for split in EVALUATED
-                    },
-                    what=what + (", diverged" if runs[0][0]["diverged"] else ""),
-                )
-        # The configuration with the lowest median validation MAE over seeds.
-        (size, rate), runs = min(
-            configs.items(),
-            key=lambda item: np.median(
-                [np.nan_to_num(r[0]["validation"], nan=np.inf) for r in item[1]]
-            ),
-        )
-        chosen[name] = (size, rate, runs)
-        results[name] = {
-            f"size {s}, lr {r:g}": [dict(run[0], seed=run[1]) for run in rs]
-            for (s, r), rs in configs.items()
-        }
-        top = min(runs, key=lambda r: np.nan_to_num(r[0]["validation"], nan=np.inf))
-        if best is None or top[0]["validation"] < best[0][0]["validation"]:
-            best = (top, name)
-    seconds = time.perf_counter() - start
 
+
+def print_table_3(args, chosen):
+    """Prints Table 3: the `chosen` configurations' median MAE over the
+    seeds, the paper's beside them."""
     print(
         "\nTable 3: mean absolute error, median over seeds of the configuration "
         "with the lowest median validation MAE (paper's values in brackets)\n"
@@ -710,7 +782,7 @@ def main(argv=None):
     table = []
     papers = {model_name(k, args.readout): PAPER_TABLE_3[MODELS[k]] for k in MODELS}
     for name, (size, rate, runs) in chosen.items():
-        medians = [np.median([r[0][s] for r in runs]) for s in data]
+        medians = [np.median([r[0][s] for r in runs]) for s in SPLITS]
         paper = papers[name]
         per_seed = ", ".join(f"{r[0]['test']:.3g}" for r in runs)
         diverged = " (diverged)" if runs[0][0]["diverged"] else ""
@@ -724,17 +796,15 @@ def main(argv=None):
             "--readout pairs): their brackets hold the paper's LSTM + NAC and "
             "LSTM + NALU."
         )
-    print_lone_word_errors(task, after_lone, chosen)
-    total = sum(len(runs) for configs in results.values() for runs in configs.values())
-    print(
-        f"\nTrained {total} runs in {seconds:.0f} s on the "
-        f"{keras.backend.backend()} backend."
-    )
 
-    (errors, seed, steps_model, model), name = best
+
+def figure_3(steps_model, model):
+    """Prints the Figure 3 view of `steps_model` (named `model`), the
+    prediction after each token of the paper's queries, the paper's NALU
+    below; returns `{query: predictions}`."""
     print(
         f"\nFigure 3: prediction after each token, from the best model by "
-        f"validation MAE ({name}, seed {seed}); the paper's NALU below each.\n"
+        f"validation MAE ({model}); the paper's NALU below each.\n"
     )
     queries = list(PAPER_FIGURE_3)
     predictions = keras.ops.convert_to_numpy(
@@ -756,81 +826,7 @@ def main(argv=None):
             + " ".join(f"{v:>{w}g}" for v, w in zip(paper, width, strict=True))
             + "  (paper)\n"
         )
-
-    if is_chief(strategy):
-        figure_model = f"{name}, seed {seed}"
-        export_and_save(
-            model, queries, results, chosen, figure, figure_model, seconds, args, task
-        )
-    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
-
-
-def export_and_save(
-    model, queries, results, chosen, figure, figure_model, seconds, args, task
-):
-    """Exports `model` as a SavedModel of strings (on the tensorflow backend),
-    checks it on `SERVED_CHECK` test phrases (`served_check`) and writes the
-    JSON and the PNG (`plot`)."""
-    served = None
-    if keras.backend.backend() == "tensorflow":
-        served = served_check(export(model, queries, args), task)
-    else:
-        print(
-            f"No SavedModel export on the {keras.backend.backend()} backend: the "
-            "served model tokenizes its strings with TextVectorization, in "
-            "TensorFlow's graph; add --backend tensorflow to export it."
-        )
-
-    plot(chosen, figure, figure_model, args)
-    save_json(
-        {
-            "arguments": vars(args),
-            "runs": results,
-            "chosen": {n: [s, r] for n, (s, r, _) in chosen.items()},
-            "figure_3": figure,
-            "figure_3_model": figure_model,
-            "served_check": served,
-            "seconds": seconds,
-        },
-        args.json,
-    )
-    print(f"Wrote {args.png} and {args.json}.")
-
-
-def plot(chosen, figure, figure_model, args):
-    """The PNG: each model's validation MAE over training (its chosen
-    configuration, a line per seed) and Figure 3 (the prediction after each
-    token, the paper's NALU dashed)."""
-    plt = pyplot()
-    fig, (curves, trace) = plt.subplots(1, 2, figsize=(11, 3.8))
-    for name, (size, rate, runs) in chosen.items():
-        color = None
-        for i, (errors, *_) in enumerate(runs):
-            (line,) = curves.plot(
-                errors["steps"],
-                errors["curves"]["validation"],
-                color=color,
-                marker="." if len(errors["steps"]) == 1 else None,
-                label=f"{name} (size {size}, lr {rate:g})" if i == 0 else None,
-            )
-            color = line.get_color()
-    curves.set_yscale("log")
-    curves.set_xlabel("training steps")
-    curves.set_ylabel("validation MAE")
-    curves.set_title("Chosen configurations, a line per seed", fontsize=10)
-    curves.legend(fontsize=8)
-    for query, values in figure.items():
-        read = range(1, len(values) + 1)
-        (line,) = trace.plot(read, values, marker="o", label=query)
-        paper = PAPER_FIGURE_3[query]
-        trace.plot(read, paper, "--", color=line.get_color(), alpha=0.6)
-    trace.xaxis.get_major_locator().set_params(integer=True)
-    trace.set_xlabel("tokens read")
-    trace.set_ylabel("prediction")
-    trace.set_title(f"Figure 3: {figure_model} (dashed: the paper's NALU)", fontsize=10)
-    trace.legend(fontsize=7)
-    fig.tight_layout()
-    save_png(fig, args.png)
+    return figure
 
 
 def text_model(model):
@@ -885,59 +881,43 @@ def text_model(model):
     return keras.Model(text, outputs, name="number_words")
 
 
-def export(model, queries, args):
-    """Exports `text_model(model)` as a SavedModel that takes a batch of
-    strings; returns it as loaded back (`tf.saved_model.load`)."""
-    sample = np.array(queries + ["five hundred and fifteen", "zero", "zzz", ""])
-    path = export_saved_model(text_model(model), args.export_dir, sample)
-    import tensorflow as tf
-
-    served = tf.saved_model.load(str(path))
-    out = served.serve(tf.constant(["five hundred and fifteen", "nine", "zzz"]))
-    print(
-        f"Exported the best model to {path}/ (verified); "
-        "tf.saved_model.load(path).serve(['five hundred and fifteen', 'nine', "
-        f"'zzz']): value {np.round(out['value'].numpy(), 2).tolist()}, "
-        f"valid {out['valid'].numpy().tolist()}"
-    )
-    return served
-
-
+# The phrases whose served values the export prints.
+SERVED_PHRASES = ["five hundred and fifteen", "nine", "zzz"]
 # The served model's check: phrases of the test split, drawn with this seed,
 # and how far from its number each may be served.
 SERVED_CHECK = {"phrases": 10, "seed": 0, "within": 0.5}
 
 
-def served_check(served, task):
-    """Serves `SERVED_CHECK["phrases"]` test phrases (drawn with
-    `SERVED_CHECK["seed"]`) through the loaded SavedModel `served`, as a
-    client would, and counts those within `SERVED_CHECK["within"]` of their
-    number. Returns `{"phrases", "values", "served", "within"}` and prints
-    the count."""
-    import tensorflow as tf
-
-    phrases = SERVED_CHECK["phrases"]
+def served_phrases(task):
+    """`(phrases, numbers)`: the `SERVED_CHECK["phrases"]` test phrases of
+    the served model's check, drawn with `SERVED_CHECK["seed"]`."""
     texts, _, y = task.split("test")
     rows = np.random.default_rng(SERVED_CHECK["seed"]).choice(
-        len(texts), phrases, replace=False
+        len(texts), SERVED_CHECK["phrases"], replace=False
     )
-    chosen = [texts[i] for i in rows]
-    out = served.serve(tf.constant(chosen))["value"].numpy()
-    within = int(
-        np.sum(np.abs(out.astype(np.float64) - y[rows]) <= SERVED_CHECK["within"])
-    )
+    return [texts[i] for i in rows], y[rows]
+
+
+def served_check(task, served):
+    """Counts the `served_phrases` whose values `served` (as a client of the
+    SavedModel got them) are within `SERVED_CHECK["within"]` of their number.
+    Returns `{"phrases", "values", "served", "within"}` and prints the
+    count."""
+    phrases, numbers = served_phrases(task)
+    served = np.asarray(served, np.float64)
+    within = int(np.sum(np.abs(served - numbers) <= SERVED_CHECK["within"]))
     print(
-        f"Served {within}/{phrases} test phrases within {SERVED_CHECK['within']} of "
-        "their number: "
-        + ", ".join(f"{t!r} {v:.2f}" for t, v in zip(chosen, out, strict=True))
+        f"Served {within}/{len(phrases)} test phrases within "
+        f"{SERVED_CHECK['within']} of their number: "
+        + ", ".join(f"{t!r} {v:.2f}" for t, v in zip(phrases, served, strict=True))
     )
     return {
-        "phrases": chosen,
-        "values": y[rows].tolist(),
-        "served": out.tolist(),
+        "phrases": phrases,
+        "values": numbers.tolist(),
+        "served": served.tolist(),
         "within": within,
     }
 
 
-if __name__ == "__main__":
-    main()
+def main(argv=None):
+    return NumberTranslation().main(argv)

@@ -37,39 +37,16 @@ of `TF_CONFIG` (`keras_nalu.training.fit`).
     python examples/program_evaluation.py --task addition
 """
 
-import argparse
 import time
-from pathlib import Path
 
 import keras
 import numpy as np
 
-from keras_nalu import export_saved_model
-from keras_nalu.training import Progress, fit
-from nalu_research.cli import (
-    Checkpoints,
-    add_backend_argument,
-    add_training_arguments,
-    can_export,
-    create_strategy,
-    is_chief,
-    non_negative_int,
-    positive_float,
-    positive_int,
-    report,
-)
+from nalu_research.arguments import Shared, check_eval_every, positive_int
+from nalu_research.experiment import Experiment
 from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell
-from nalu_research.monitoring import (
-    Evaluation,
-    add_output_arguments,
-    markdown_table,
-    output_folder_name,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.serving import Export
 from nalu_research.tasks.program_evaluation import (
     SPLITS,
     TASKS,
@@ -158,201 +135,6 @@ def make_optimizer(args, steps):
     return keras.optimizers.Adam(learning_rate, clipnorm=args.clipnorm)
 
 
-def train_run(kind, seed, generator, data, args, strategy, checkpoint_dir):
-    """Trains one model from `seed` in epochs of `args.eval_every` fresh
-    batches; returns the `training.fit` result (resumed from `checkpoint_dir`
-    when it holds one), the curves and the step of each of their points."""
-    epochs = max(1, args.steps // args.eval_every)
-
-    def batches(epoch):  # the stream's steps of this epoch: resumable
-        start = epoch * args.eval_every
-        return Batches(generator, args.batch_size, args.eval_every, seed, start)
-
-    keras.utils.set_random_seed(seed)
-    result = fit(
-        lambda: build_model(kind, args.size, generator.steps, not args.untied),
-        batches,
-        loss=args.loss,
-        optimizer_fn=lambda: make_optimizer(args, epochs * args.eval_every),
-        epochs=epochs,
-        strategy=strategy,
-        checkpoint_dir=checkpoint_dir,
-        config={
-            "model": kind,
-            "run_seed": seed,
-            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
-        },
-        callbacks=[digit_curves(data), *tensorboard(args, kind, seed)],
-    )
-    curves = {split: result.history[f"{split}_digits"] for split in data}
-    steps = [(epoch + 1) * args.eval_every for epoch in range(result.epochs)]
-    return result, curves, steps
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", default="program", choices=TASKS)
-    parser.add_argument(
-        "--models", nargs="+", default=list(MODELS), choices=list(MODELS)
-    )
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--seeds", type=positive_int, default=3, help="runs per model")
-    parser.add_argument("--steps", type=positive_int, default=6000)
-    parser.add_argument("--eval-every", type=positive_int, default=500)
-    parser.add_argument("--batch-size", type=positive_int, default=64)
-    parser.add_argument(
-        "--size", type=positive_int, default=32, help="LSTM/UGRNN units"
-    )
-    parser.add_argument("--learning-rate", type=positive_float, default=0.03)
-    parser.add_argument("--clipnorm", type=positive_float, default=1.0)
-    parser.add_argument("--loss", default="mse", choices=["mse", "mae"])
-    parser.add_argument(
-        "--schedule",
-        default="cosine",
-        choices=["cosine", "constant"],
-        help="learning rate: cosine decay to 1%% over the steps, or constant",
-    )
-    parser.add_argument(
-        "--untied",
-        action="store_true",
-        help="give the NALU's multiplicative path its own weights",
-    )
-    parser.add_argument("--eval-size", type=positive_int, default=1000)
-    parser.add_argument(
-        "--export-dir",
-        type=output_folder_name,
-        help="default saved_models/program_evaluation_TASK",
-    )
-    add_output_arguments(
-        parser, None, shown_default="results/program_evaluation_TASK.json"
-    )
-    add_training_arguments(parser, "program_evaluation")
-    add_backend_argument(parser, "program_evaluation")
-    args = parser.parse_args(argv)
-    if args.eval_every > args.steps:
-        parser.error(
-            f"--eval-every must be at most --steps ({args.steps}), "
-            f"got {args.eval_every}"
-        )
-    if args.export_dir is None:
-        args.export_dir = f"saved_models/program_evaluation_{args.task}"
-    if args.json is None:
-        args.json = Path(f"results/program_evaluation_{args.task}.json")
-    args.png = png_path(args)
-    return args
-
-
-def main(argv=None):
-    args = parse_args(argv)
-    strategy = create_strategy(args)
-    checkpoints = Checkpoints(args, strategy)
-    generator = ProgramEvaluation(args.task)
-    data = {
-        split: generator.sample(args.eval_size, split, seed=(args.seed, 10**6 + i))
-        for i, split in enumerate(SPLITS)
-    }
-    tokens, values = generator.programs(1, "train", seed=(args.seed, 0))
-    seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
-    ranges = {split: "[{}, {})".format(*SPLITS[split]) for split in SPLITS}
-    print(
-        f"Task '{args.task}', e.g. {program_text(tokens[0], values[0].tolist())}\n"
-        f"Train on integers in {ranges['train']}, validate on "
-        f"{ranges['validation']}, test on {ranges['test']} "
-        f"({args.eval_size} programs each). {args.steps} steps of "
-        f"{args.batch_size} fresh programs, Adam lr {args.learning_rate:g} "
-        f"({args.schedule}{', untied NALU' if args.untied else ''}) "
-        f"(clipnorm {args.clipnorm:g}), {args.loss.upper()} loss, size {args.size}, "
-        f"seeds {seeds}.\n",
-        flush=True,
-    )
-    start = time.perf_counter()
-    results, best = {}, {}
-    progress = Progress(len(args.models) * len(seeds), done=0, unit="run")
-    for key in args.models:
-        name = MODELS[key]
-        results[name] = []
-        for seed in seeds:
-            print(f"{name}, seed {seed}:", flush=True)
-            t0 = time.perf_counter()
-            folder = checkpoints(args.task, key, seed)
-            result, curves, steps = train_run(
-                key, seed, generator, data, args, strategy, folder
-            )
-            report(result, f"{name}, seed {seed}")
-            model = result.model
-            final = {split: values[-1] for split, values in curves.items()}
-            results[name].append(
-                {"seed": seed, "final": final, "steps": steps, "curves": curves,
-                 "seconds": time.perf_counter() - t0,
-                 "diverged": result.divergence}
-            )  # fmt: skip
-            progress.update(
-                sum(map(len, results.values())),
-                {f"{s} digits": f"{v:.1f}%" for s, v in final.items()},
-                what=f"{name}, seed {seed}"
-                + (", diverged" if result.divergence else ""),
-            )
-            if name not in best or final["validation"] > best[name][0]:
-                best[name] = (final["validation"], seed, model)
-    seconds = time.perf_counter() - start
-
-    print(
-        f"\nDigits correct after {args.steps} steps, median over seeds "
-        "(each seed in brackets); train 2-digit, validation 3-digit, test "
-        "4-digit integers\n"
-    )
-    table = []
-    for name, runs in results.items():
-        cells = []
-        for split in SPLITS:
-            per_seed = [r["final"][split] for r in runs]
-            seeds_text = ", ".join(f"{v:.1f}" for v in per_seed)
-            cells.append(f"{np.median(per_seed):.1f}% ({seeds_text})")
-        diverged = [r["seed"] for r in runs if r["diverged"]]
-        marker = f" (seed {', '.join(map(str, diverged))} diverged)" if diverged else ""
-        table.append([f"{name}{marker}", *cells])
-    print("\n".join(markdown_table(["model", "train", "validation", "test"], table)))
-    print(
-        f"\nTrained {progress.total} runs in {seconds:.0f} s on the "
-        f"{keras.backend.backend()} backend."
-    )
-
-    x_test, y_test = data["test"]
-    for name, (_, seed, model) in best.items():
-        prediction = predict(model, x_test[:3])
-        print(f"\n{name} (seed {seed}) on test programs:")
-        test_tokens, test_values = generator.decode(x_test[:3])
-        for i in range(3):
-            print(
-                f"  {program_text(test_tokens[i], test_values[i].tolist())}"
-                f"  -> {prediction[i]:.1f} (target {y_test[i]:.0f})"
-            )
-
-    if is_chief(strategy):
-        write_outputs(results, best, x_test, seconds, args)
-    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
-
-
-def write_outputs(results, best, x_test, seconds, args):
-    """The curves (PNG), the best NALU (SavedModel) and the results (JSON)."""
-    _plot(results, args)
-    if "NALU" in best and can_export("the NALU"):
-        path = export_saved_model(best["NALU"][2], args.export_dir, x_test[:8])
-        import tensorflow as tf
-
-        reloaded = tf.saved_model.load(str(path))  # keep it referenced
-        served = reloaded.serve(x_test[:3])
-        print(
-            f"\nExported the NALU (seed {best['NALU'][1]}) to {path}/ (verified); "
-            f"served on 3 test programs: {np.round(np.asarray(served), 1).tolist()}"
-        )
-    arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    save_json(
-        {"arguments": arguments, "results": results, "seconds": seconds}, args.json
-    )
-    print(f"Wrote {args.png} and {args.json}.")
-
-
 def seed_curves(runs, split):
     """`(steps, curves)`: the runs' `split` curves on the evaluation steps of
     the longest run, one row per run, NaN after a run stopped (a diverged
@@ -365,30 +147,230 @@ def seed_curves(runs, split):
     return steps, curves
 
 
-def _plot(results, args):
-    plt = pyplot()
-    titles = {"train": "Train (2 digits)", "validation": "Validation (3 digits)",
-              "test": "Test (4 digits)"}  # fmt: skip
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.3), sharey=True)
-    for ax, split in zip(axes, SPLITS, strict=True):
-        for name, runs in results.items():
-            steps, curves = seed_curves(runs, split)
-            mean = np.nanmean(curves, 0)
-            low, high = np.nanmin(curves, 0), np.nanmax(curves, 0)
-            (line,) = ax.plot(steps, mean, label=name)
-            ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2)
-        ax.set_title(titles[split], fontsize=10)
-        ax.set_xlabel("training steps")
-        ax.set_ylim(0, 100)
-    axes[0].set_ylabel("% digits correct")
-    axes[0].legend()
-    fig.suptitle(
-        f"Program evaluation ('{args.task}'): mean and min-max over the seeds "
-        "evaluated (a diverged seed's curve ends where it stopped)"
-    )
-    fig.tight_layout()
-    save_png(fig, args.png)
+class ProgramEvaluationExperiment(Experiment):
+    # Its --help description: the module docstring's first paragraph.
+
+    name = "program_evaluation"
+    arguments = {
+        "seed": 0,
+        "seeds": Shared(3, help="runs per model (default %(default)s)"),
+        "steps": 6000,
+        "eval_every": 500,
+        "batch_size": 64,
+        "learning_rate": 0.03,
+        "clipnorm": Shared(
+            1.0,
+            help="the largest norm of each weight's gradient (Adam's clipnorm; "
+            "default %(default)s)",
+        ),
+        "eval_size": 1000,
+    }
+    record_path = "results/program_evaluation_{task}.json"
+    plots = True
+    checkpoints = True
+    export_path = "saved_models/program_evaluation_{task}"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--task", default="program", choices=TASKS)
+        parser.add_argument(
+            "--models", nargs="+", default=list(MODELS), choices=list(MODELS)
+        )
+        parser.add_argument(
+            "--size", type=positive_int, default=32, help="LSTM/UGRNN units"
+        )
+        parser.add_argument("--loss", default="mse", choices=["mse", "mae"])
+        parser.add_argument(
+            "--schedule",
+            default="cosine",
+            choices=["cosine", "constant"],
+            help="learning rate: cosine decay to 1%% over the steps, or constant",
+        )
+        parser.add_argument(
+            "--untied",
+            action="store_true",
+            help="give the NALU's multiplicative path its own weights",
+        )
+
+    def check_arguments(self, args, parser):
+        check_eval_every(args, parser)
+
+    def prepare(self, args, session):
+        self.generator = generator = ProgramEvaluation(args.task)
+        self.data = {
+            split: generator.sample(args.eval_size, split, seed=(args.seed, 10**6 + i))
+            for i, split in enumerate(SPLITS)
+        }
+        tokens, values = generator.programs(1, "train", seed=(args.seed, 0))
+        seeds = self.seeds(args)
+        ranges = {split: "[{}, {})".format(*SPLITS[split]) for split in SPLITS}
+        print(
+            f"Task '{args.task}', e.g. {program_text(tokens[0], values[0].tolist())}\n"
+            f"Train on integers in {ranges['train']}, validate on "
+            f"{ranges['validation']}, test on {ranges['test']} "
+            f"({args.eval_size} programs each). {args.steps} steps of "
+            f"{args.batch_size} fresh programs, Adam lr {args.learning_rate:g} "
+            f"({args.schedule}{', untied NALU' if args.untied else ''}) "
+            f"(clipnorm {args.clipnorm:g}), {args.loss.upper()} loss, size "
+            f"{args.size}, seeds {seeds}.\n",
+            flush=True,
+        )
+        self.best = {}
+
+    def seeds(self, args):
+        return list(range(args.seed + 1, args.seed + 1 + args.seeds))
+
+    def runs(self, args):
+        return [(kind, seed) for kind in args.models for seed in self.seeds(args)]
+
+    def train(self, args, run, session):
+        """Trains one model from its seed in epochs of `--eval-every` fresh
+        batches (resumed from its checkpoint when it holds one); its row:
+        the curves, the step of each of their points, the final accuracies."""
+        kind, seed = run
+        name = MODELS[kind]
+        print(f"{name}, seed {seed}:", flush=True)
+        start = time.perf_counter()
+        epochs = max(1, args.steps // args.eval_every)
+
+        def batches(epoch):  # the stream's steps of this epoch: resumable
+            first = epoch * args.eval_every
+            return Batches(
+                self.generator, args.batch_size, args.eval_every, seed, first
+            )
+
+        keras.utils.set_random_seed(seed)
+        result = session.fit(
+            args.task,
+            kind,
+            seed,
+            what=f"{name}, seed {seed}",
+            model_fn=lambda: build_model(
+                kind, args.size, self.generator.steps, not args.untied
+            ),
+            data_fn=batches,
+            loss=args.loss,
+            optimizer_fn=lambda: make_optimizer(args, epochs * args.eval_every),
+            epochs=epochs,
+            config={
+                "model": kind,
+                "run_seed": seed,
+                **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+            },
+            callbacks=[digit_curves(self.data), *session.callbacks(kind, seed)],
+        )
+        curves = {split: result.history[f"{split}_digits"] for split in self.data}
+        final = {split: values[-1] for split, values in curves.items()}
+        if name not in self.best or final["validation"] > self.best[name][0]:
+            self.best[name] = (final["validation"], seed, result.model)
+        return {
+            "model": name,
+            "seed": seed,
+            "final": final,
+            "steps": [(epoch + 1) * args.eval_every for epoch in range(result.epochs)],
+            "curves": curves,
+            "seconds": time.perf_counter() - start,
+            "diverged": result.divergence,
+        }
+
+    def progress(self, row):
+        return {f"{s} digits": f"{v:.1f}%" for s, v in row["final"].items()}
+
+    def run_name(self, run, row):
+        return f"{row['model']}, seed {row['seed']}" + (
+            ", diverged" if row["diverged"] else ""
+        )
+
+    def report(self, args, rows):
+        seconds = self.elapsed()
+        print(
+            f"\nDigits correct after {args.steps} steps, median over seeds "
+            "(each seed in brackets); train 2-digit, validation 3-digit, test "
+            "4-digit integers\n"
+        )
+        table = []
+        for name, runs in results(rows).items():
+            cells = []
+            for split in SPLITS:
+                per_seed = [r["final"][split] for r in runs]
+                seeds_text = ", ".join(f"{v:.1f}" for v in per_seed)
+                cells.append(f"{np.median(per_seed):.1f}% ({seeds_text})")
+            diverged = [r["seed"] for r in runs if r["diverged"]]
+            marker = (
+                f" (seed {', '.join(map(str, diverged))} diverged)" if diverged else ""
+            )
+            table.append([f"{name}{marker}", *cells])
+        print(
+            "\n".join(markdown_table(["model", "train", "validation", "test"], table))
+        )
+        print(
+            f"\nTrained {len(rows)} runs in {seconds:.0f} s on the "
+            f"{keras.backend.backend()} backend."
+        )
+        x_test, y_test = self.data["test"]
+        test_tokens, test_values = self.generator.decode(x_test[:3])
+        for name, (_, seed, model) in self.best.items():
+            prediction = predict(model, x_test[:3])
+            print(f"\n{name} (seed {seed}) on test programs:")
+            for i in range(3):
+                print(
+                    f"  {program_text(test_tokens[i], test_values[i].tolist())}"
+                    f"  -> {prediction[i]:.1f} (target {y_test[i]:.0f})"
+                )
+
+    def exports(self, args, rows):
+        """The best NALU, by validation accuracy."""
+        if "NALU" not in self.best:
+            return []
+        x_test = self.data["test"][0]
+        return [Export("", self.best["NALU"][2], x_test[:3], sample=x_test[:8])]
+
+    def served(self, args, served):
+        (export,) = served.values()
+        print(
+            f"\nExported the NALU (seed {self.best['NALU'][1]}) to {export['path']}/ "
+            "(verified); served on 3 test programs: "
+            f"{np.round(np.asarray(export['served']), 1).tolist()}"
+        )
+        return {"NALU": export}
+
+    def record(self, args, rows):
+        return {"results": results(rows)}
+
+    def plot(self, args, rows, plt):
+        """The Figure 4 curves: mean and min-max over the seeds."""
+        titles = {"train": "Train (2 digits)", "validation": "Validation (3 digits)",
+                  "test": "Test (4 digits)"}  # fmt: skip
+        fig, axes = plt.subplots(1, 3, figsize=(11, 3.3), sharey=True)
+        for ax, split in zip(axes, SPLITS, strict=True):
+            for name, runs in results(rows).items():
+                steps, curves = seed_curves(runs, split)
+                mean = np.nanmean(curves, 0)
+                low, high = np.nanmin(curves, 0), np.nanmax(curves, 0)
+                (line,) = ax.plot(steps, mean, label=name)
+                ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2)
+            ax.set_title(titles[split], fontsize=10)
+            ax.set_xlabel("training steps")
+            ax.set_ylim(0, 100)
+        axes[0].set_ylabel("% digits correct")
+        axes[0].legend()
+        fig.suptitle(
+            f"Program evaluation ('{args.task}'): mean and min-max over the seeds "
+            "evaluated (a diverged seed's curve ends where it stopped)"
+        )
+        fig.tight_layout()
+        return fig
 
 
-if __name__ == "__main__":
-    main()
+def results(rows):
+    """`{model name: [its runs' rows, without the name]}`, in order (the
+    record's `results`)."""
+    grouped = {}
+    for row in rows:
+        grouped.setdefault(row["model"], []).append(
+            {k: v for k, v in row.items() if k != "model"}
+        )
+    return grouped
+
+
+def main(argv=None):
+    return ProgramEvaluationExperiment().main(argv)

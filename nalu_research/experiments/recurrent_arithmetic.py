@@ -28,7 +28,6 @@ on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
     python examples/recurrent_arithmetic.py --seeds 3 --steps 5000
 """
 
-import argparse
 import math
 import time
 
@@ -46,28 +45,10 @@ from keras_nalu import (
     RealNPU,
     snap_weights,
 )
-from keras_nalu.training import Progress, fit
-from nalu_research.cli import (
-    Checkpoints,
-    add_backend_argument,
-    add_training_arguments,
-    create_strategy,
-    epoch_steps,
-    is_chief,
-    positive_int,
-    report,
-    stream_epochs,
-)
-from nalu_research.monitoring import (
-    Evaluation,
-    add_output_arguments,
-    markdown_table,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.arguments import Shared
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.runs import epoch_steps, stream_epochs
 from nalu_research.tasks import OPERATIONS, SYMBOLS, mean_squared_error, paper_scale
 from nalu_research.tasks.recurrent_arithmetic import (
     PAPER_TABLE_1_RECURRENT,
@@ -156,39 +137,6 @@ def build(model, input_size, steps=None):
     )
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS))
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        choices=list(MODELS),
-        default=[m for m in MODELS if m not in OPT_IN],
-        help=f"default: all but {', '.join(OPT_IN)}",
-    )
-    parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 3)")
-    parser.add_argument(
-        "--steps", type=positive_int, help="training steps (default 5,000)"
-    )
-    parser.add_argument("--learning-rate", type=float, default=1e-2)
-    parser.add_argument("--eval-size", type=positive_int, default=1000)
-    parser.add_argument(
-        "--quick", action="store_true", help="a+b and a*b, 1 seed, 2,000 steps"
-    )
-    add_output_arguments(parser, "results/recurrent_arithmetic.json")
-    add_training_arguments(parser, "recurrent_arithmetic", checkpoint_every=1000)
-    add_backend_argument(parser, "recurrent_arithmetic")
-    args = parser.parse_args(argv)
-    defaults = QUICK if args.quick else {
-        "operations": list(OPERATIONS), "seeds": 3, "steps": 5000,
-    }  # fmt: skip
-    for name, value in defaults.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    args.png = png_path(args)
-    return args
-
-
 def paper_errors(test, random_model):
     """`Evaluation`: the errors on each split of `test` on the paper's scale
     (against `random_model`, the same architecture untrained), as
@@ -213,56 +161,6 @@ def paper_errors(test, random_model):
 
 def predict(model, x):
     return model.predict(x, batch_size=250, verbose=0)
-
-
-def run(model, operation, seed, args, strategy, checkpoint_dir):
-    """Trains one model from `seed`; its paper-scale errors, their curves
-    (`{split: [error after each epoch]}`), seconds and the `training.fit`
-    result (resumed from `checkpoint_dir` when it holds one)."""
-    task = RecurrentArithmetic(operation, seed=seed)
-    test = {
-        split: task.sample(args.eval_size, split, seed=(seed, 10**9 + i))
-        for i, split in enumerate(SPLITS)
-    }
-    keras.utils.set_random_seed(seed)
-    random_model = build(model, task.input_size, args.steps)
-    epochs, batches = stream_epochs(
-        args,
-        lambda steps, start: task.training_batches(
-            BATCH_SIZE, steps, seed=seed, start=start
-        ),
-    )
-
-    evaluation = paper_errors(test, random_model)
-    start = time.perf_counter()
-    # The trained model's init follows the random model's in the seeded stream.
-    result = fit(
-        lambda: build(model, task.input_size, args.steps),
-        batches,
-        loss="mse",
-        optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-        epochs=epochs,
-        strategy=strategy,
-        checkpoint_dir=checkpoint_dir,
-        config={
-            "operation": operation,
-            "model": model,
-            "seed": seed,
-            **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
-        },
-        callbacks=[
-            evaluation,
-            *tensorboard(args, operation, model, seed),
-        ],
-    )
-    seconds = time.perf_counter() - start
-    # The last evaluation is of the trained model (also after a divergence:
-    # the epoch it stopped in ends with one).
-    curves = {split: result.history[f"{split}_error"] for split in SPLITS}
-    errors = {split: curve[-1] for split, curve in curves.items()}
-    if model in SNAPPED:
-        errors.update(snapped_errors(result.model, task, evaluation, seed))
-    return errors, curves, seconds, result
 
 
 def snapped_errors(model, task, evaluation, seed):
@@ -294,132 +192,215 @@ def fmt(value):
     return ">999" if not np.isfinite(value) or value > 999 else f"{value:.3g}"
 
 
+def title(run):
+    """What names the run `(operation, model, seed)`, e.g. "a*b NALU seed 0"."""
+    operation, model, seed = run
+    return f"{SYMBOLS[operation]} {MODELS[model][0]} seed {seed}"
+
+
+class RecurrentArithmeticExperiment(Experiment):
+    # Its --help description is the module docstring's first paragraph.
+
+    name = "recurrent_arithmetic"
+    arguments = {
+        "seeds": Shared(None, help="seeds 0..N-1 (default 3)"),
+        "steps": Shared(None, help="training steps (default 5,000)"),
+        "learning_rate": 1e-2,
+        "eval_size": 1000,
+    }
+    record_path = "results/recurrent_arithmetic.json"
+    plots = True
+    checkpoints = True
+    checkpoint_every = 1000
+
+    def add_arguments(self, parser):
+        parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS))
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            choices=list(MODELS),
+            default=[m for m in MODELS if m not in OPT_IN],
+            help=f"default: all but {', '.join(OPT_IN)}",
+        )
+        parser.add_argument(
+            "--quick", action="store_true", help="a+b and a*b, 1 seed, 2,000 steps"
+        )
+
+    def check_arguments(self, args, parser):
+        # What is not given comes from --quick, else from the defaults.
+        defaults = QUICK if args.quick else {
+            "operations": list(OPERATIONS), "seeds": 3, "steps": 5000,
+        }  # fmt: skip
+        for name, value in defaults.items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
+
+    def runs(self, args):
+        return [
+            (operation, model, seed)
+            for operation in args.operations
+            for model in args.models
+            for seed in range(args.seeds)
+        ]
+
+    def train(self, args, run, session):
+        """Trains one model from its seed; its paper-scale errors, their
+        curves (`{split: [error after each epoch]}`) and seconds."""
+        operation, model, seed = run
+        print(f"{title(run)}:", flush=True)
+        task = RecurrentArithmetic(operation, seed=seed)
+        test = {
+            split: task.sample(args.eval_size, split, seed=(seed, 10**9 + i))
+            for i, split in enumerate(SPLITS)
+        }
+        keras.utils.set_random_seed(seed)
+        random_model = build(model, task.input_size, args.steps)
+        epochs, batches = stream_epochs(
+            args,
+            lambda steps, first: task.training_batches(
+                BATCH_SIZE, steps, seed=seed, start=first
+            ),
+        )
+        evaluation = paper_errors(test, random_model)
+        start = time.perf_counter()
+        # The trained model's init follows the random model's in the seeded
+        # stream.
+        result = session.fit(
+            operation,
+            model,
+            seed,
+            what=title(run),
+            model_fn=lambda: build(model, task.input_size, args.steps),
+            data_fn=batches,
+            loss="mse",
+            optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+            epochs=epochs,
+            config={
+                "operation": operation,
+                "model": model,
+                "seed": seed,
+                **{k: getattr(args, k) for k in TRAINING_ARGUMENTS},
+            },
+            callbacks=[evaluation, *session.callbacks(operation, model, seed)],
+        )
+        seconds = time.perf_counter() - start
+        # The last evaluation is of the trained model (also after a
+        # divergence: the epoch it stopped in ends with one).
+        curves = {split: result.history[f"{split}_error"] for split in SPLITS}
+        errors = {split: curve[-1] for split, curve in curves.items()}
+        if model in SNAPPED:
+            errors.update(snapped_errors(result.model, task, evaluation, seed))
+        return {
+            "operation": operation, "model": model, "seed": seed, **errors,
+            "seconds": seconds, "diverged": result.divergence,
+            "steps": np.cumsum(epoch_steps(args))[: result.epochs].tolist(),
+            "curves": curves,
+        }  # fmt: skip
+
+    def run_name(self, run, row):
+        return title(run) + (", diverged" if row["diverged"] else "")
+
+    def progress(self, row):
+        return {f"{split} error": fmt(row[split]) for split in SPLITS}
+
+    def report(self, args, rows):
+        header = ["op", *(MODELS[m][0] for m in args.models)]
+        for index, split in enumerate(SPLITS):
+            print(
+                f"\nMedian {split} error on the paper's scale over {args.seeds} "
+                "seed(s) (paper's Table 1 in brackets; 100 is the random "
+                "initialization):\n"
+            )
+            table = []
+            for operation in args.operations:
+                cells = []
+                for model in args.models:
+                    runs = _runs(rows, operation, model)
+                    ours = np.median([r[split] for r in runs])
+                    paper = PAPER_TABLE_1_RECURRENT.get(model, {}).get(operation)
+                    cells.append(
+                        fmt(ours)
+                        + ("*" if any(r["diverged"] for r in runs) else "")
+                        + (f" ({fmt(paper[index])})" if paper else "")
+                    )
+                table.append([SYMBOLS[operation], *cells])
+            print("\n".join(markdown_table(header, table)))
+        snapped = [m for m in args.models if m in SNAPPED]
+        if snapped:
+            print(
+                "\nAfter keras_nalu.snap_weights (verified within "
+                f"{SNAP_RTOL:g} on fresh check sets of both splits), the median "
+                "extrapolation error on the paper's scale, the trained model's "
+                "where it refused, and how many seeds it verified:\n"
+            )
+            table = []
+            for operation in args.operations:
+                cells = []
+                for model in snapped:
+                    runs = _runs(rows, operation, model)
+                    best = [
+                        r.get("snapped_extrapolation_error", r["extrapolation"])
+                        for r in runs
+                    ]
+                    count = sum(r["snapped"] for r in runs)
+                    cells.append(
+                        f"{fmt(np.median(best))} ({count}/{len(runs)} snapped)"
+                    )
+                table.append([SYMBOLS[operation], *cells])
+            header = ["op", *(MODELS[m][0] for m in snapped)]
+            print("\n".join(markdown_table(header, table)))
+        if any(r["diverged"] for r in rows):
+            print(
+                "\n* includes a run that diverged (non-finite training loss; "
+                "training stopped there and the run was evaluated as it stopped)."
+            )
+        print(
+            f"\nWall time: {self.elapsed():.0f} s on the "
+            f"{keras.backend.backend()} backend."
+        )
+
+    def record(self, args, rows):
+        return {"wall_seconds": self.elapsed()}
+
+    def plot(self, args, rows, plt):
+        """The interpolation and extrapolation errors over training, a panel
+        per operation and split, a line per model (its seeds' median), on a
+        log scale (infinite errors left out)."""
+        ops = args.operations
+        fig, axes = plt.subplots(
+            2, len(ops), figsize=(2.8 * len(ops) + 0.8, 5.6), squeeze=False
+        )
+        for column, operation in enumerate(ops):
+            for row, split in enumerate(SPLITS):
+                ax = axes[row][column]
+                for model in args.models:
+                    runs = _runs(rows, operation, model)
+                    length = min(len(r["curves"][split]) for r in runs)
+                    curve = np.median(
+                        [r["curves"][split][:length] for r in runs], axis=0
+                    )
+                    curve = np.where(np.isfinite(curve), curve, np.nan)
+                    ax.plot(
+                        runs[0]["steps"][:length],
+                        curve,
+                        marker="." if length == 1 else None,
+                        label=MODELS[model][0],
+                    )
+                ax.axhline(100, color="0.6", linewidth=0.8, linestyle=":")
+                ax.set_yscale("log")
+                ax.set_title(f"{SYMBOLS[operation]}, {split}", fontsize=10)
+                if row == 1:
+                    ax.set_xlabel("training steps")
+            axes[0][column].sharex(axes[1][column])
+        axes[0][0].set_ylabel("error (100 = random init)")
+        axes[1][0].set_ylabel("error (100 = random init)")
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle(
+            f"Recurrent arithmetic: median over {args.seeds} seed(s)", fontsize=11
+        )
+        fig.tight_layout()
+        return fig
+
+
 def main(argv=None):
-    args = parse_args(argv)
-    strategy = create_strategy(args)
-    checkpoints = Checkpoints(args, strategy)
-    start = time.perf_counter()
-    results = []
-    progress = Progress(
-        len(args.operations) * len(args.models) * args.seeds, done=0, unit="run"
-    )
-    for operation in args.operations:
-        for model in args.models:
-            for seed in range(args.seeds):
-                what = f"{SYMBOLS[operation]} {MODELS[model][0]} seed {seed}"
-                print(f"{what}:", flush=True)
-                folder = checkpoints(operation, model, seed)
-                errors, curves, seconds, result = run(
-                    model, operation, seed, args, strategy, folder
-                )
-                report(result, what)
-                steps = np.cumsum(epoch_steps(args))[: result.epochs].tolist()
-                results.append(
-                    {"operation": operation, "model": model, "seed": seed,
-                     **errors, "seconds": seconds,
-                     "diverged": result.divergence,
-                     "steps": steps, "curves": curves}
-                )  # fmt: skip
-                progress.update(
-                    len(results),
-                    {f"{split} error": fmt(errors[split]) for split in SPLITS},
-                    what=what + (", diverged" if result.divergence else ""),
-                )
-    header = ["op", *(MODELS[m][0] for m in args.models)]
-    for split, index in (("interpolation", 0), ("extrapolation", 1)):
-        print(
-            f"\nMedian {split} error on the paper's scale over {args.seeds} seed(s) "
-            "(paper's Table 1 in brackets; 100 is the random initialization):\n"
-        )
-        table = []
-        for operation in args.operations:
-            cells = []
-            for model in args.models:
-                runs = _runs(results, operation, model)
-                ours = np.median([r[split] for r in runs])
-                paper = PAPER_TABLE_1_RECURRENT.get(model, {}).get(operation)
-                cells.append(
-                    fmt(ours)
-                    + ("*" if any(r["diverged"] for r in runs) else "")
-                    + (f" ({fmt(paper[index])})" if paper else "")
-                )
-            table.append([SYMBOLS[operation], *cells])
-        print("\n".join(markdown_table(header, table)))
-    snapped = [m for m in args.models if m in SNAPPED]
-    if snapped:
-        print(
-            "\nAfter keras_nalu.snap_weights (verified within "
-            f"{SNAP_RTOL:g} on fresh check sets of both splits), the median "
-            "extrapolation error on the paper's scale, the trained model's "
-            "where it refused, and how many seeds it verified:\n"
-        )
-        table = []
-        for operation in args.operations:
-            cells = []
-            for model in snapped:
-                runs = _runs(results, operation, model)
-                best = [
-                    r.get("snapped_extrapolation_error", r["extrapolation"])
-                    for r in runs
-                ]
-                count = sum(r["snapped"] for r in runs)
-                cells.append(f"{fmt(np.median(best))} ({count}/{len(runs)} snapped)")
-            table.append([SYMBOLS[operation], *cells])
-        header = ["op", *(MODELS[m][0] for m in snapped)]
-        print("\n".join(markdown_table(header, table)))
-    if any(r["diverged"] for r in results):
-        print(
-            "\n* includes a run that diverged (non-finite training loss; "
-            "training stopped there and the run was evaluated as it stopped)."
-        )
-    seconds = time.perf_counter() - start
-    print(f"\nWall time: {seconds:.0f} s on the {keras.backend.backend()} backend.")
-    if is_chief(strategy):
-        plot(results, args)
-        save_json(
-            {"arguments": vars(args), "wall_seconds": seconds, "runs": results},
-            args.json,
-        )
-        print(f"Wrote {args.png} and {args.json}.")
-    checkpoints.remove()  # done: the runs' checkpoints are no longer needed
-
-
-def plot(results, args):
-    """The PNG: the interpolation and extrapolation errors over training, a
-    panel per operation and split, a line per model (its seeds' median),
-    on a log scale (infinite errors left out)."""
-    plt = pyplot()
-    ops = args.operations
-    fig, axes = plt.subplots(
-        2, len(ops), figsize=(2.8 * len(ops) + 0.8, 5.6), squeeze=False
-    )
-    for column, operation in enumerate(ops):
-        for row, split in enumerate(SPLITS):
-            ax = axes[row][column]
-            for model in args.models:
-                runs = _runs(results, operation, model)
-                length = min(len(r["curves"][split]) for r in runs)
-                curve = np.median([r["curves"][split][:length] for r in runs], axis=0)
-                curve = np.where(np.isfinite(curve), curve, np.nan)
-                ax.plot(
-                    runs[0]["steps"][:length],
-                    curve,
-                    marker="." if length == 1 else None,
-                    label=MODELS[model][0],
-                )
-            ax.axhline(100, color="0.6", linewidth=0.8, linestyle=":")
-            ax.set_yscale("log")
-            ax.set_title(f"{SYMBOLS[operation]}, {split}", fontsize=10)
-            if row == 1:
-                ax.set_xlabel("training steps")
-        axes[0][column].sharex(axes[1][column])
-    axes[0][0].set_ylabel("error (100 = random init)")
-    axes[1][0].set_ylabel("error (100 = random init)")
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"Recurrent arithmetic: median over {args.seeds} seed(s)", fontsize=11)
-    fig.tight_layout()
-    save_png(fig, args.png)
-
-
-if __name__ == "__main__":
-    main()
+    return RecurrentArithmeticExperiment().main(argv)

@@ -20,61 +20,81 @@ Every figure is printed as a ratio to its reference, measured in the same run.
     python examples/serving_benchmark.py --quick   # a smoke run
 """
 
-import argparse
+import inspect
 import json
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+import keras
+import numpy as np
+
+from keras_nalu import NAC, NALU, NALUCell, export_saved_model
+from nalu_research.arguments import positive_int
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table
+from nalu_research.serving import in_fresh_process
 
 LENGTHS = (10, 100, 1000, 10_000)
 STATIC = ("dense", "nalu", "dense_xla", "nalu_xla")  # batch-1 and batch-1,024 models
+RECURRENT = ("nalu_cell", "simple_rnn")
 
 
-def parse_args(argv=None):
-    serving = "--serve" in (sys.argv[1:] if argv is None else argv)
-    if serving:  # the fresh serving process, which must not import keras_nalu
-        positive_int = int  # and is given --serve only
-    else:
-        from nalu_research.cli import add_backend_argument, positive_int
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--requests",
-        type=positive_int,
-        default=2000,
-        help="batch-1 requests per model (default 2,000)",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=5,
-        help="interleaved rounds of measurement (default 5)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="few requests and lengths up to 100: a smoke run",
-    )
-    parser.add_argument("--json", default="results/serving_benchmark.json")
-    parser.add_argument(
-        "--serve", nargs=2, metavar=("MODELS_DIR", "SETTINGS"), help=argparse.SUPPRESS
-    )  # the fresh serving process
-    if not serving:
-        add_backend_argument(parser, "serving_benchmark")
-    return parser.parse_args(argv)
+class ServingBenchmark(Experiment):
+    """Serving benchmark: exported SavedModels of the units against plain
+    Keras ones."""
+
+    name = "serving_benchmark"
+    record_path = "results/serving_benchmark.json"
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--requests",
+            type=positive_int,
+            default=2000,
+            help="batch-1 requests per model (default 2,000)",
+        )
+        parser.add_argument(
+            "--rounds",
+            type=positive_int,
+            default=5,
+            help="interleaved rounds of measurement (default 5)",
+        )
+        parser.add_argument(
+            "--quick",
+            action="store_true",
+            help="few requests and lengths up to 100: a smoke run",
+        )
+
+    def prepare(self, args, session):
+        self.settings = {
+            "requests": 50 if args.quick else args.requests,
+            "rounds": 1 if args.quick else args.rounds,
+            "seconds": 0.1 if args.quick else 1.0,
+            "lengths": [10, 100] if args.quick else list(LENGTHS),
+        }
+
+    def train(self, args, run, session):
+        """Exports the models, then times them in a fresh process that
+        cannot import `keras_nalu` (TensorFlow only, as a server would)."""
+        code = inspect.getsource(serve) + (
+            "\nimport json, sys\nprint(json.dumps(serve(sys.argv[1], "
+            f"json.loads(sys.argv[2]), {STATIC!r}, {RECURRENT!r})))"
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            export_models(folder)
+            results = in_fresh_process(code, folder, json.dumps(self.settings))
+        marginal = marginal_step_costs(results["us_per_step_batch_32"])
+        return {**results, "marginal_us_per_step_batch_32": marginal}
+
+    def report(self, args, rows):
+        print_figures(rows[0])
+
+    def record(self, args, rows):
+        return {"settings": self.settings, **rows[0]}
 
 
 def export_models(folder, seed=0):
     """Exports the six models into `folder`; returns their names."""
-    import keras
-    import numpy as np
-
-    from keras_nalu import NAC, NALU, NALUCell, export_saved_model
-
     keras.utils.set_random_seed(seed)
     models = {
         "nalu": keras.Sequential([keras.Input((100,)), NALU(2), NALU(1)]),
@@ -102,22 +122,20 @@ def export_models(folder, seed=0):
     return names
 
 
-def serve(models_dir, settings):
-    """Runs in a process without keras_nalu: loads and times the SavedModels."""
+def serve(models_dir, settings, static, recurrent):
+    """Loads and times the SavedModels in `models_dir`: the `static` ones
+    at batch 1 and 1,024, the `recurrent` ones at each length of `settings`.
+    Runs in a fresh process without keras_nalu (`ServingBenchmark.train`
+    sends it this function's source), so it imports what it uses itself."""
+    import time
+    from pathlib import Path
 
-    class BlockKerasNalu:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] == "keras_nalu":
-                raise ImportError("keras_nalu must not be imported when serving")
-
-    sys.meta_path.insert(0, BlockKerasNalu())
     import numpy as np
     import tensorflow as tf
 
-    settings = json.loads(settings)
     loaded = {
         name: tf.saved_model.load(str(Path(models_dir) / name))
-        for name in (*STATIC, "nalu_cell", "simple_rnn")
+        for name in (*static, *recurrent)
     }
     rng = np.random.default_rng(0)
     one = tf.constant(rng.uniform(1, 2, (1, 100)).astype("float32"))
@@ -126,21 +144,19 @@ def serve(models_dir, settings):
         n: tf.constant(rng.uniform(0, 1, (32, n, 1)).astype("float32"))
         for n in settings["lengths"]
     }
-    for name in STATIC:  # warm up every input shape
+    for name in static:  # warm up every input shape
         for x in (one, many):
             loaded[name].serve(x)
-    for name in ("nalu_cell", "simple_rnn"):
+    for name in recurrent:
         for x in sequences.values():
             loaded[name].serve(x)
 
-    latencies = {name: [] for name in STATIC}
-    throughput = {name: [] for name in STATIC}
-    per_step = {
-        name: {n: [] for n in sequences} for name in ("nalu_cell", "simple_rnn")
-    }
+    latencies = {name: [] for name in static}
+    throughput = {name: [] for name in static}
+    per_step = {name: {n: [] for n in sequences} for name in recurrent}
     requests = settings["requests"] // settings["rounds"]
     for _ in range(settings["rounds"]):
-        for name in STATIC:
+        for name in static:
             serve_fn = loaded[name].serve
             for _ in range(requests):
                 start = time.perf_counter()
@@ -174,11 +190,12 @@ def serve(models_dir, settings):
     }
 
 
-def report(results):
-    from nalu_research.monitoring import markdown_table
-
+def print_figures(results):
+    """Prints the figures of `results` (the row of `ServingBenchmark.train`),
+    each as a ratio to its reference."""
     latency, rows = results["latency_ms"], results["rows_per_second"]
     steps = results["us_per_step_batch_32"]
+    marginal = results["marginal_us_per_step_batch_32"]
     table = [
         [name, f"{latency[name]['p50']:.3f} ms", f"{latency[name]['p99']:.3f} ms",
          f"{rows[name]:.3g}"]
@@ -203,7 +220,6 @@ def report(results):
         f"\nXLA speeds the NALU up {rows['nalu_xla'] / rows['nalu']:.2f}x and the "
         f"Dense {rows['dense_xla'] / rows['dense']:.2f}x at batch 1,024."
     )
-    marginal = marginal_step_costs(steps)
     for title, values in (
         ("microseconds per time step, batch 32", steps),
         ("marginal microseconds per step, batch 32", marginal),
@@ -242,35 +258,4 @@ def marginal_step_costs(steps):
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    if args.serve:
-        print(json.dumps(serve(*args.serve)))
-        return
-    settings = {
-        "requests": 50 if args.quick else args.requests,
-        "rounds": 1 if args.quick else args.rounds,
-        "seconds": 0.1 if args.quick else 1.0,
-        "lengths": [10, 100] if args.quick else list(LENGTHS),
-    }
-    with tempfile.TemporaryDirectory() as folder:
-        export_models(folder)
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-        env.pop("PYTHONPATH", None)
-        served = subprocess.run(
-            [sys.executable, __file__, "--serve", folder, json.dumps(settings)],
-            capture_output=True, text=True, env=env, cwd=folder,
-        )  # fmt: skip
-        if served.returncode != 0:
-            sys.exit(f"The serving process failed:\n{served.stderr[-3000:]}")
-    results = json.loads(served.stdout.strip().splitlines()[-1])
-    report(results)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    results["marginal_us_per_step_batch_32"] = marginal_step_costs(
-        results["us_per_step_batch_32"]
-    )
-    Path(args.json).write_text(json.dumps({"settings": settings, **results}, indent=1))
-    print(f"Wrote {args.json}.")
-
-
-if __name__ == "__main__":
-    main()
+    return ServingBenchmark().main(argv)

@@ -4,7 +4,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from nalu_research.tasks.static_arithmetic import OPERATIONS, draw_uniform
+from nalu_research.tasks.static_arithmetic import draw_uniform
 
 
 def mean_squared_error(y_true, y_pred):
@@ -41,8 +41,10 @@ def success_threshold(task, epsilon=1e-5, samples=1_000_000, seed=0):
     The success criterion of Madsen & Johansen (2020): a run solves the task
     when its extrapolation MSE is below that of a solution whose first-layer
     weights are each off by `epsilon` (1 - epsilon on the two slices, epsilon
-    elsewhere), on `samples` inputs drawn from the extrapolation range.
-    The threshold is computed for the task's own slices, not hard-coded.
+    elsewhere), on `samples` inputs drawn from the extrapolation range: the
+    task's target (`task.target`, any expression of `a` and `b`) of those
+    perturbed sums against that of the exact ones. The threshold is computed
+    for the task's own target and slices, not hard-coded.
 
     Example:
 
@@ -74,13 +76,12 @@ def _simulated_threshold(task, epsilon, samples, seed):
     perturbed = np.full((task.input_size, 2), epsilon)
     perturbed[task.a_slice, 0] = 1.0 - epsilon
     perturbed[task.b_slice, 1] = 1.0 - epsilon
-    operation = OPERATIONS[task.operation]
     rng = np.random.default_rng(seed)
     total, chunk = 0.0, 100_000
     for start in range(0, samples, chunk):
         shape = (min(chunk, samples - start), task.input_size)
         x = draw_uniform(rng, task.extrapolation_range, shape)
-        got = operation(*(x @ perturbed).T)
+        got = task.target.numpy(*(x @ perturbed).T)
         total += float(np.sum(np.square(got - task.targets(x)[:, 0])))
     return total / samples
 
@@ -135,7 +136,36 @@ def wilson_bars(groups):
     return rates, yerr
 
 
-def sparsity_error(w):
-    """`max(min(|W|, |1 - |W||))`: 0 when every weight is -1, 0 or 1."""
-    w = np.abs(np.asarray(w, dtype=np.float64))
-    return float(np.max(np.minimum(w, np.abs(1.0 - w))))
+def sparsity_error(w, exact_values=(-1.0, 0.0, 1.0)):
+    """How far the weights `w` are from exact: the largest distance of a
+    weight to the nearest of `exact_values` (a unit's `exact_values` of
+    that weight), in units of the gap between the two exact values around
+    it (the nearest gap beyond the ends; 1 for a single value).
+
+    With the default {-1, 0, 1} it is `max(min(|W|, |1 - |W||))`: 0 when
+    every weight is exact, 0.5 for a weight halfway between two exact
+    values, on the scale of Madsen & Johansen (2020).
+
+    >>> sparsity_error([[1.0, -1.0], [0.0, 0.4]])
+    0.4
+    >>> sparsity_error([2.0, -1.0, 0.0], exact_values=(-1.0, 0.0, 1.0, 2.0))
+    0.0
+    >>> sparsity_error([0.25], exact_values=(0.0, 0.5))
+    0.5
+    """
+    w = np.asarray(w, dtype=np.float64).ravel()
+    values = np.unique(np.asarray(exact_values, dtype=np.float64))
+    if values.size == 0:
+        raise ValueError(
+            "Received an invalid value for `exact_values`, expected at least "
+            f"one number. Received: exact_values={exact_values!r}"
+        )
+    if w.size == 0:
+        return 0.0
+    distance = np.min(np.abs(w[:, None] - values), axis=-1)
+    if values.size == 1:
+        return float(np.max(distance))
+    gaps = np.diff(values)
+    # The gap of the interval each weight lies in, the end ones beyond.
+    interval = np.clip(np.searchsorted(values, w, side="right") - 1, 0, gaps.size - 1)
+    return float(np.max(distance / gaps[interval]))

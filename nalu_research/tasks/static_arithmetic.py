@@ -1,26 +1,213 @@
 """The static arithmetic task of Trask et al. (2018), Section 4.1, Appendix B."""
 
+import functools
 import itertools
 import numbers
 
 import keras
 import numpy as np
+import sympy
+from keras import ops
+from sympy.printing.lambdarepr import LambdaPrinter
+from sympy.parsing.sympy_parser import (
+    convert_xor,
+    parse_expr,
+    standard_transformations,
+)
 
 from keras_nalu import validation
 
-OPERATIONS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "square": lambda a, b: a * a,
-    "sqrt": lambda a, b: a**0.5,
-}  # plain arithmetic: works on NumPy arrays and on tensors alike
+# The paper's operations, each a target of the one mechanism (`Target`): an
+# expression of the sums `a` and `b`.
+TARGETS = {
+    "add": "a + b", "sub": "a - b", "mul": "a*b",
+    "div": "a/b", "square": "a**2", "sqrt": "sqrt(a)",
+}  # fmt: skip
 
+# The tables' names of the paper's operations (any other target is named by
+# its expression).
 SYMBOLS = {
     "add": "a+b", "sub": "a-b", "mul": "a*b",
     "div": "a/b", "square": "a^2", "sqrt": "sqrt(a)",
 }  # fmt: skip
+
+_A, _B = sympy.symbols("a b")
+# The functions a target may apply, as SymPy parses them and as the graph
+# computes them (`keras.ops`). `sqrt` is `x ** 0.5`, the graph's square root
+# before targets were expressions, so that a run's batches are those of
+# earlier versions to the bit.
+_FUNCTIONS = {
+    "sqrt": (sympy.sqrt, lambda x: x**0.5),
+    "exp": (sympy.exp, ops.exp),
+    "log": (sympy.log, ops.log),
+    "Abs": (sympy.Abs, ops.abs),
+    "sin": (sympy.sin, ops.sin),
+    "cos": (sympy.cos, ops.cos),
+    "tanh": (sympy.tanh, ops.tanh),
+}
+_CONSTANTS = {"pi": (sympy.pi, float(sympy.pi)), "E": (sympy.E, float(sympy.E))}
+# What the text of a target may name: a, b, the functions and constants, and
+# the classes SymPy's parser writes numbers and names with. No Python
+# builtins: `parse_expr` evaluates the text as Python.
+_NAMES = {
+    **{name: sympy_name for name, (sympy_name, _) in _FUNCTIONS.items()},
+    **{name: sympy_name for name, (sympy_name, _) in _CONSTANTS.items()},
+    "abs": sympy.Abs,
+    **{name: getattr(sympy, name)
+       for name in ("Integer", "Float", "Rational", "Symbol", "Function")},
+    "__builtins__": {},
+}  # fmt: skip
+_KERAS = {
+    **{name: keras_fn for name, (_, keras_fn) in _FUNCTIONS.items()},
+    **{name: value for name, (_, value) in _CONSTANTS.items()},
+}
+
+
+class _KerasPrinter(LambdaPrinter):
+    """SymPy's printer of lambdified Python, with a square written `(x*x)`:
+    the graph's square before targets were expressions (eager TensorFlow's
+    `x**2` rounds otherwise)."""
+
+    def _print_Pow(self, expr, rational=False):
+        if expr.exp == 2:
+            base = self.parenthesize(expr.base, 100)  # always in brackets
+            return f"({base}*{base})"
+        return super()._print_Pow(expr, rational=rational)
+
+
+_EXPECTED = (
+    f"a name of {tuple(TARGETS)} or an expression of the inputs a and b "
+    "(e.g. '2*a - b', 'a**2*b', 'sqrt(a)/b')"
+)
+
+
+class Target:
+    """A target of the static task: an expression of the sums `a` and `b`.
+
+    Built by `parse_target`, which parses the text with SymPy once per text.
+
+    Attributes:
+        name: The target's name in records and tables: the key of `TARGETS`
+            when the expression is one of the paper's operations (`"a * b"`
+            is `"mul"`), else SymPy's text of the expression (`"2*a - b"`).
+        symbol: How tables write it: `SYMBOLS`' `"a*b"`, or the expression.
+        expression: The SymPy expression, of the symbols `a` and `b`.
+    """
+
+    def __init__(self, name, expression):
+        self.name = name
+        self.expression = expression
+        self.symbol = SYMBOLS.get(name, name)
+        arguments = (_A, _B)
+        self._numpy = sympy.lambdify(arguments, expression, modules="numpy")
+        self._keras = sympy.lambdify(
+            arguments, expression, modules=[_KERAS], printer=_KerasPrinter
+        )
+
+    def numpy(self, a, b):
+        """The target of NumPy arrays `a` and `b`, of their shape (float64 in,
+        float64 out): for test sets and thresholds."""
+        value = np.asarray(self._numpy(a, b))
+        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+        return value if value.shape == shape else np.broadcast_to(value, shape).copy()
+
+    def keras(self, a, b):
+        """The target of tensors `a` and `b` (`keras.ops`, in the compiled
+        graph), of `a`'s shape and dtype."""
+        value = self._keras(a, b)
+        if not hasattr(value, "shape") or tuple(value.shape) != tuple(a.shape):
+            value = ops.broadcast_to(ops.cast(value, a.dtype), ops.shape(a))
+        return value
+
+    def __repr__(self):
+        return f"Target({self.name!r})"
+
+
+def parse_target(value, name="target"):
+    """The `Target` of `value`: a key of `TARGETS` (`"mul"`), an expression
+    of the inputs `a` and `b` (`"2*a - b"`, written as Python, `^` read as a
+    power), or a `Target`.
+
+    The expression may apply `sqrt`, `exp`, `log`, `abs`, `sin`, `cos` and
+    `tanh`, and use `pi` and `E`. It is parsed by SymPy's `parse_expr`,
+    which evaluates the text as Python (without Python's builtins): parse
+    only expressions you wrote.
+
+    Args:
+        value: The target.
+        name: The caller's argument, for errors.
+
+    Raises:
+        ValueError: `value` is not a name of `TARGETS` nor an expression of
+            `a` and `b` (an `InvalidValueError` naming `name`, saying what
+            is wrong: it does not parse, or uses another symbol or
+            function).
+
+    >>> parse_target("2*a - b").numpy(np.array([3.0]), np.array([1.0]))
+    array([5.])
+    >>> parse_target("a * b").name
+    'mul'
+    """
+    if isinstance(value, Target):
+        return value
+    if not isinstance(value, str):
+        raise validation.invalid(name, _EXPECTED, value)
+    try:
+        return _parsed(value)
+    except validation.InvalidValueError as error:  # `_parsed`'s words
+        raise validation.invalid(name, error.expected, value) from None
+
+
+@functools.cache
+def _parsed(text):
+    text = TARGETS.get(text, text)
+    try:
+        expression = _sympy(text)
+    except Exception as error:  # SymPy raises what Python's eval raises
+        raise validation.invalid(
+            "target", f"{_EXPECTED}; it does not parse ({error})", text
+        ) from None
+    if not isinstance(expression, sympy.Expr):
+        raise validation.invalid(
+            "target", f"{_EXPECTED}; it is a {type(expression).__name__}", text
+        )
+    unknown = sorted(str(s) for s in expression.free_symbols - {_A, _B})
+    if unknown:
+        raise validation.invalid(
+            "target",
+            f"an expression of the inputs a and b only; it uses {', '.join(unknown)}",
+            text,
+        )
+    functions = sorted(
+        {type(f).__name__ for f in expression.atoms(sympy.Function)} - set(_FUNCTIONS)
+    )
+    if functions:
+        raise validation.invalid(
+            "target",
+            "an expression whose functions are sqrt, exp, log, abs, sin, cos "
+            f"and tanh; it applies {', '.join(functions)}",
+            text,
+        )
+    builtin = next(
+        (key for key, known in _BUILTIN.items() if known == expression), None
+    )
+    return Target(builtin or str(expression), expression)
+
+
+def _sympy(text):
+    return parse_expr(
+        text,
+        local_dict={"a": _A, "b": _B},
+        global_dict=dict(_NAMES),
+        transformations=(*standard_transformations, convert_xor),
+    )
+
+
+# The paper's operations as SymPy expressions, to name an expression that is
+# one of them by its key.
+_BUILTIN = {key: _sympy(text) for key, text in TARGETS.items()}
+# Each paper's operation as a function of NumPy arrays.
+OPERATIONS = {key: parse_target(key).numpy for key in TARGETS}
 
 SPLITS = ("train", "interpolation", "extrapolation")
 
@@ -73,8 +260,9 @@ class StaticArithmetic:
     interpolation on U[1, 2], extrapolation on U[2, 6].
 
     Args:
-        operation: One of `OPERATIONS`: "add", "sub", "mul", "div",
-            "square" (a^2) or "sqrt" (sqrt(a)).
+        operation: The target (`parse_target`): one of the paper's
+            operations, "add", "sub", "mul", "div", "square" (a^2) or "sqrt"
+            (sqrt(a)), or an expression of `a` and `b`, e.g. "2*a - b".
         input_size: Length of `x`.
         subset_ratio: Length of each slice, as a fraction of `input_size`.
         overlap_ratio: Shared length of the two slices, as a fraction of the
@@ -104,7 +292,8 @@ class StaticArithmetic:
         extrapolation_range=(2.0, 6.0),
         seed=0,
     ):
-        self.operation = validation.one_of("operation", operation, OPERATIONS)
+        self.target = parse_target(operation, "operation")
+        self.operation = self.target.name
         self.input_size = validation.positive_int("input_size", input_size)
         self.subset_ratio = _fraction("subset_ratio", subset_ratio, low=0.0)
         self.overlap_ratio = _fraction("overlap_ratio", overlap_ratio)
@@ -135,7 +324,7 @@ class StaticArithmetic:
         x = np.asarray(x, dtype=np.float64)
         a = x[..., self.a_slice].sum(axis=-1)
         b = x[..., self.b_slice].sum(axis=-1)
-        return OPERATIONS[self.operation](a, b)[..., None]
+        return self.target.numpy(a, b)[..., None]
 
     def sample(self, n, split="train", seed=None):
         """`n` fresh examples `(x, y)` of a split, float32, reproducible by `seed`.

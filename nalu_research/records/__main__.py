@@ -1,0 +1,5 @@
+import sys
+
+from nalu_research.records import main
+
+sys.exit(main())

@@ -1,0 +1,110 @@
+"""Tables of docs/experiments/mnist-parity.md, from the records of
+`examples/mnist_parity.py` beside the page."""
+
+from decimal import ROUND_HALF_UP, Decimal
+
+import numpy as np
+
+from nalu_research.monitoring import markdown_table
+from nalu_research.records import record
+
+PAGE = "experiments/mnist-parity/"
+MERGED = PAGE + "mnist_parity_mnist_fresh_60_merged.json"
+PAPER_TABLE_4 = {"NAC": 93.1, "Wx+b": 88.1}  # test accuracy, %
+LAST_EPOCHS = 10  # "mean of epochs 51-60"
+
+
+def _figure(value):
+    """A percentage with one or two decimals, rounded half up as its
+    decimal digits read (94.475 -> 94.48, where binary rounding gives 94.47)."""
+    text = _two_decimals(value)
+    return text[:-1] if text.endswith("0") else text
+
+
+def _two_decimals(value):
+    exact = Decimal(repr(float(value)))
+    return str(exact.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def mean_interval(values):
+    """`(mean, low, high)`: the mean and its Student's t 95% interval."""
+    from nalu_research.tasks.metrics import mean_interval
+
+    low, high = mean_interval(values)
+    return float(np.mean(values)), low, high
+
+
+def lead(path=MERGED, last=False):
+    """The NAC's lead over Wx+b, paired by seed: after the last epoch, or
+    (`last`) over the mean of the last 10 epochs."""
+    results = record(path)["results"]
+
+    def score(run):
+        if last:
+            return float(np.mean(run["epoch_test_accuracy"][-LAST_EPOCHS:]))
+        return run["test_accuracy"]
+
+    by_seed = {v: {r["seed"]: score(r) for r in results[v]} for v in ("NAC", "Wx+b")}
+    seeds = sorted(by_seed["NAC"])
+    return [by_seed["NAC"][s] - by_seed["Wx+b"][s] for s in seeds]
+
+
+def ten_seeds(last_seed=None, path=MERGED):
+    """Per last layer: each seed's test accuracy after the last epoch, their
+    mean [95% interval] and median, each seed's mean over the last 10
+    epochs, and the paper's Table 4; seeds 0 to `last_seed` (default all)."""
+    results = record(path)["results"]
+    seeds = sorted(r["seed"] for r in results["NAC"])
+    if last_seed is not None:
+        seeds = [s for s in seeds if s <= int(last_seed)]
+    rows = []
+    for variant in ("NAC", "Wx+b"):
+        runs = {r["seed"]: r for r in results[variant]}
+        final = [runs[s]["test_accuracy"] for s in seeds]
+        mean, low, high = mean_interval(final)
+        last = [np.mean(runs[s]["epoch_test_accuracy"][-LAST_EPOCHS:]) for s in seeds]
+        rows.append(
+            [
+                variant,
+                *(_figure(v) for v in final),
+                f"**{mean:.2f}** [{low:.2f}, {high:.2f}]",
+                _figure(np.median(final)),
+                ", ".join(_figure(v) for v in last),
+                PAPER_TABLE_4[variant],
+            ]
+        )
+    epochs = record(path)["arguments"]["epochs"]
+    header = [
+        "last layer",
+        f"seed {seeds[0]}",
+        *map(str, seeds[1:]),
+        "mean [95% interval]",
+        "median",
+        f"mean of epochs {epochs - LAST_EPOCHS + 1}-{epochs}, per seed",
+        "paper",
+    ]
+    return "\n".join(markdown_table(header, rows))
+
+
+def epochs(*seeds, path=MERGED):
+    """Each run of `seeds`: its test accuracy after every fifth epoch from
+    the 30th, its range over the last 10 epochs, and its accuracy on
+    canvases of training digits."""
+    results = record(path)["results"]
+    total = record(path)["arguments"]["epochs"]
+    marks = list(range(30, total + 1, 5))
+    rows = []
+    for seed in map(int, seeds):
+        for variant in ("NAC", "Wx+b"):
+            (run,) = (r for r in results[variant] if r["seed"] == seed)
+            curve = run["epoch_test_accuracy"]
+            last = curve[-LAST_EPOCHS:]
+            rows.append([
+                f"{variant}, seed {seed}", *(_figure(curve[m - 1]) for m in marks),
+                f"[{_figure(min(last))}, {_figure(max(last))}]",
+                _figure(run["train_accuracy"]),
+            ])  # fmt: skip
+    header = ["run", f"epoch {marks[0]}", *map(str, marks[1:]),
+              f"epochs {total - LAST_EPOCHS + 1}-{total} [min, max]",
+              "training-digit canvases"]  # fmt: skip
+    return "\n".join(markdown_table(header, rows))

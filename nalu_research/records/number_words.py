@@ -1,0 +1,133 @@
+"""Tables of docs/experiments/number-words.md, from the records of
+`examples/number_translation.py` beside the page."""
+
+import numpy as np
+
+from nalu_research.monitoring import markdown_table
+from nalu_research.records import record
+
+PAGE = "experiments/number-words/"
+SPLITS = ("train", "validation", "test")
+# The paper's Table 3 row beside each model (the pair readout has no LSTM;
+# its brackets hold the paper's LSTM + NAC and LSTM + NALU).
+PAPER_ROWS = {"NAC": "LSTM + NAC", "NALU": "LSTM + NALU"}
+
+
+def _g3(value):
+    """3 significant digits, trailing zeros kept; no exponent from 1,000 up."""
+    if abs(value) >= 1000:
+        return f"{float(f'{value:.3g}'):.0f}"
+    return f"{value:#.3g}".rstrip(".")
+
+
+def spread(values):
+    """`median [min, max]`, to 3 significant digits."""
+    return f"{_g3(np.median(values))} [{_g3(min(values))}, {_g3(max(values))}]"
+
+
+def _validation(run):
+    return np.nan_to_num(run["validation"], nan=np.inf)
+
+
+def protocol(name):
+    """The paper's protocol on the record `number_translation_NAME.json`:
+    per model and configuration (size, learning rate) the MAE of each split
+    and of the test phrases after a lone word and the others, median over
+    the seeds [min, max]; the configuration of the lowest median validation
+    MAE chosen, and the run of lowest validation MAE over them all
+    selected (the paper's Appendix D: "the best model by validation loss over
+    layer sizes {16, 32}, learning rates {0.01, 0.001}, and 10
+    initializations")."""
+    from nalu_research.tasks.number_words import PAPER_TABLE_3
+
+    data = record(f"{PAGE}number_translation_{name}.json")
+    arguments = data["arguments"]
+    models = data["runs"]
+    _, best_model, (size, rate), top = min(
+        (
+            (_validation(run), model, (s, r), run)
+            for model, configurations in models.items()
+            for s in arguments["sizes"]
+            for r in arguments["learning_rates"]
+            for run in configurations[f"size {s}, lr {r:g}"]
+        ),
+        key=lambda found: found[0],
+    )
+    rows = []
+    for model, configurations in models.items():
+        chosen = tuple(data["chosen"][model])
+        for config in (
+            (s, r) for s in arguments["sizes"] for r in arguments["learning_rates"]
+        ):
+            runs = configurations[f"size {config[0]}, lr {config[1]:g}"]
+            cells = [
+                spread([r[k] for r in runs])
+                for k in (*SPLITS, "test_lone", "test_other")
+            ]
+            label = f"{config[0]}, {config[1]:g}"
+            if config == chosen:
+                label = f"**{label}** (chosen)"
+                if model == best_model:
+                    median, rest = cells[2].split(" ", 1)
+                    cells[2] = f"**{median}** {rest}"
+            rows.append([*([model] if len(models) > 1 else []), label, *cells])
+    short = best_model.split()[-1] if len(models) == 1 else best_model.split()[0]
+    paper = PAPER_TABLE_3[PAPER_ROWS[short]]
+    who = f"{short}, " if len(models) > 1 else ""
+    errors = [f"{_g3(top[k])} ({p:g})" for k, p in zip(SPLITS, paper, strict=True)]
+    errors[2] = f"**{_g3(top['test'])}** ({paper[2]:g})"
+    rows.append(
+        [
+            f"selected run ({who}{size}, {rate:g}, seed {top['seed']})",
+            *([""] if len(models) > 1 else []),
+            *errors,
+            _g3(top["test_lone"]),
+            _g3(top["test_other"]),
+        ]
+    )
+    header = [
+        *(["model"] if len(models) > 1 else []),
+        "size, lr",
+        "train MAE",
+        "validation MAE",
+        "test MAE",
+        "test, 26 phrases after lone words",
+        "test, the other 605",
+    ]
+    return "\n".join(markdown_table(header, rows))
+
+
+def chosen(*names):
+    """Each model's chosen configuration in the records `number_translation_
+    NAME.json`: the median MAE of each split over the seeds (the paper's in
+    brackets), and each seed's test MAE at its best step. A `NAME:NOTE` adds `(NOTE)`
+    to its models' names."""
+    from nalu_research.tasks.number_words import PAPER_TABLE_3
+
+    rows = []
+    for spec in names:
+        name, _, note = spec.partition(":")
+        data = record(f"{PAGE}number_translation_{name}.json")
+        for model, (size, rate) in data["chosen"].items():
+            runs = data["runs"][model][f"size {size}, lr {rate:g}"]
+            paper = PAPER_TABLE_3[model]
+            medians = [np.median([r[k] for r in runs]) for k in SPLITS]
+            cells = [f"{_g3(m)} ({p:g})" for m, p in zip(medians, paper, strict=True)]
+            per_seed = ", ".join(f"{_g3(r['test'])} ({r['best_step']:,})" for r in runs)
+            rows.append(
+                [
+                    f"{model} ({note})" if note else model,
+                    f"{size}, {rate:g}",
+                    *cells,
+                    per_seed,
+                ]
+            )
+    header = [
+        "model",
+        "size, lr",
+        "train MAE",
+        "validation MAE",
+        "test MAE",
+        "test MAE per seed (best step)",
+    ]
+    return "\n".join(markdown_table(header, rows))

@@ -1,0 +1,97 @@
+"""Tables of docs/experiments/static-arithmetic.md, from the seed-batched
+benchmark's record `arithmetic_benchmark_full.json` (25 seeds, 50,000
+iterations); the helpers read any record of `examples/arithmetic_benchmark.py`.
+"""
+
+import numpy as np
+
+from nalu_research.monitoring import markdown_table
+from nalu_research.records import record
+
+RECORD = "experiments/static-arithmetic/arithmetic_benchmark_full.json"
+SYMBOLS = {
+    "add": "a+b",
+    "sub": "a-b",
+    "mul": "a*b",
+    "div": "a/b",
+    "square": "a^2",
+    "sqrt": "sqrt(a)",
+}
+NAMES = {"linear": "Linear", "relu6": "ReLU6", "nac": "NAC", "nalu": "NALU"}
+
+
+def _g3(value):
+    return "nan" if value is None or not np.isfinite(value) else f"{value:.3g}"
+
+
+def runs(path, model, operation):
+    """The runs of `model` on `operation` in the benchmark's record `path`."""
+    return [
+        r
+        for r in record(path)["runs"]
+        if r["model"] == model and r["operation"] == operation
+    ]
+
+
+def rate(runs):
+    """`k/n [low, high]`: the runs solved by the strict criterion, with the
+    Wilson 95% interval."""
+    from nalu_research.tasks.metrics import wilson_interval
+
+    wins = sum(r["success"] for r in runs)
+    low, high = wilson_interval(wins, len(runs))
+    return f"{wins}/{len(runs)} [{low:.2f}, {high:.2f}]"
+
+
+def solved_by(runs, iteration):
+    """The fraction of `runs` solved at some evaluation up to `iteration`."""
+    return float(
+        np.mean(
+            [r["solved_at"] is not None and r["solved_at"] <= iteration for r in runs]
+        )
+    )
+
+
+def _table(cell_of, path=RECORD):
+    arguments = record(path)["arguments"]
+    rows = [
+        [SYMBOLS[op], *(cell_of(runs(path, m, op), op, m) for m in arguments["models"])]
+        for op in arguments["operations"]
+    ]
+    header = ["op", *(NAMES[m] for m in arguments["models"])]
+    return "\n".join(markdown_table(header, rows))
+
+
+def paper_scale(split):
+    """Median `split` error (interpolation or extrapolation) on the paper's
+    scale, the paper's Table 1 in brackets."""
+    from nalu_research.tasks.static_arithmetic import PAPER_TABLE_1
+
+    index = ("interpolation", "extrapolation").index(split)
+
+    def cell_of(runs, op, model):
+        paper = PAPER_TABLE_1.get(model, {}).get(op)
+        ours = _g3(np.median([r[f"{split}_paper"] for r in runs]))
+        return ours + (f" ({paper[index]})" if paper else "")
+
+    return _table(cell_of)
+
+
+def success():
+    """Runs solved by the strict criterion, with the Wilson 95% interval."""
+    return _table(lambda runs, op, model: rate(runs))
+
+
+def solved_at():
+    """Median iteration first solved among the solved runs, and the median
+    sparsity error of the first layer where the model has one."""
+
+    def cell_of(runs, op, model):
+        solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
+        sparsity = [r["sparsity_error"] for r in runs]
+        text = f"{int(np.median(solved))}" if solved else "-"
+        if None not in sparsity:
+            text += f", sparsity {np.median(sparsity):.2g}"
+        return text
+
+    return _table(cell_of)

@@ -27,22 +27,23 @@ from keras_nalu.testing import CHECKS, UnitCheckError, check_unit
 
 pytestmark = pytest.mark.backends
 
-# Each unit layer of the package, in its configurations that differ in
-# weights, and the keys of `exact_values` each lacks.
+# Each unit layer of the package, in each configuration that changes its
+# weights or its math; every key of each one's `exact_values` names one of
+# its effective weights.
 PACKAGE_UNITS = [
-    (NAC, ["mul_kernel"]),  # NAC lists its NALU's multiplicative path
-    (NALU, ["mul_kernel"]),  # tied weights: one kernel for both paths
-    (NALU(2, tied_weights=False), []),
-    (NAU, []),
-    (NAU(2, centered_gradient=True), []),
-    (NMU, []),
-    (NMRU, []),
-    (NMRU(2, sign_retrieval=True), []),
-    (INALU, []),
-    (RealNPU, []),
-    (RealNPU(2, gated=False), ["gate"]),
-    (NPU, []),
-    (NPU(2, gated=False), ["gate"]),
+    NAC,
+    NALU,  # tied weights: one kernel for both paths, no `mul_kernel`
+    NALU(2, tied_weights=False),
+    NAU,
+    NAU(2, centered_gradient=True),
+    NMU,
+    NMRU,
+    NMRU(2, sign_retrieval=True),
+    INALU,
+    RealNPU,
+    RealNPU(2, gated=False),  # no `gate`
+    NPU,
+    NPU(2, gated=False),
 ]
 
 
@@ -55,15 +56,13 @@ def _name(unit):
     return type(unit).__name__ + "".join(f"-{k}={v}" for k, v in changed.items())
 
 
-@pytest.mark.parametrize(
-    "unit, absent", PACKAGE_UNITS, ids=[_name(u) for u, _ in PACKAGE_UNITS]
-)
-def test_every_package_unit_passes(unit, absent):
-    check_unit(unit, absent=absent)
+@pytest.mark.parametrize("unit", PACKAGE_UNITS, ids=map(_name, PACKAGE_UNITS))
+def test_every_package_unit_in_every_configuration_passes(unit):
+    check_unit(unit)
 
 
 def test_the_list_covers_every_unit_layer_of_the_package():
-    listed = {u if isinstance(u, type) else type(u) for u, _ in PACKAGE_UNITS}
+    listed = {u if isinstance(u, type) else type(u) for u in PACKAGE_UNITS}
     exported = {
         value
         for value in vars(keras_nalu).values()
@@ -116,6 +115,12 @@ class Misspelt(Sum):
     exact_values = {"kernal": (-1.0, 0.0, 1.0)}
 
 
+class OneKeyMisspelt(Sum):
+    """Its `kernel` right, a second key naming no weight."""
+
+    exact_values = {"kernel": (-1.0, 0.0, 1.0), "kernal": (0.0, 1.0)}
+
+
 class Unstacked(Sum):
     def math(self, x, weights, training=False):
         w = self.effective_weights(weights)["kernel"]
@@ -164,6 +169,12 @@ def test_a_unit_without_a_default_for_effective_weights_works_with_every_tool():
         (NoConfig, "config", "missing 1 required positional argument: 'units'"),
         (
             Misspelt,
+            "exact values",
+            r"the key 'kernal' of exact_values names no effective weight: the "
+            r"unit has \['kernel'\]",
+        ),
+        (
+            OneKeyMisspelt,
             "exact values",
             r"the key 'kernal' of exact_values names no effective weight: the "
             r"unit has \['kernel'\]",

@@ -63,7 +63,7 @@ def test_seeds_trained_side_by_side_match_a_seed_trained_alone(unit, tmp_path):
     from nalu_research.experiment import Session
     from nalu_research.experiments import first_contact
 
-    args = first_contact.FirstContact().parse_args(
+    args = first_contact.FirstContactExperiment().parse_args(
         ["--epochs", "2", "--eval-every", "1", "--examples", "256",
          "--checkpoint-dir", str(tmp_path)]
     )  # fmt: skip

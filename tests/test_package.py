@@ -55,6 +55,7 @@ PUBLIC_MODULES = (
     "keras_nalu.formulas",
     "keras_nalu.gradients",
     "keras_nalu.validation",
+    "keras_nalu.testing",
 )
 
 

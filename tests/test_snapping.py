@@ -5,6 +5,7 @@ import keras
 import numpy as np
 import pytest
 
+import keras_nalu
 from keras_nalu import (
     INALU,
     NAC,
@@ -12,9 +13,12 @@ from keras_nalu import (
     NAU,
     NMRU,
     NMU,
+    NPU,
     ArithmeticUnit,
     ConfiguredNALU,
     NACCell,
+    NALUCell,
+    NAUCell,
     RealNPU,
     snap_weights,
 )
@@ -224,25 +228,93 @@ class Misspelt(ArithmeticUnit):
         return writer.sums(writer.matrix(self.effective_kernel), h)
 
 
-def test_exact_values_that_name_no_effective_weight_are_refused_by_name():
-    model = model_of(Misspelt(name="mine"))
+class OneKeyMisspelt(Misspelt):
+    """Its `kernel` right, and a second key that names no weight."""
+
+    exact_values = {"kernel": (-1.0, 0.0, 1.0), "kernal": (0.0, 1.0)}
+
+
+@pytest.mark.parametrize("unit", [Misspelt, OneKeyMisspelt])
+def test_exact_values_that_name_no_effective_weight_are_refused_by_name(unit):
+    model = model_of(unit(name="mine"))
     model.layers[0].kernel.assign(near(np.ones((2, 1)), (2, 1)))
     message = (
-        r"No key of the exact_values of Misspelt 'mine', \['kernal'\], names "
-        r"one of its effective weights, \['kernel'\]"
+        rf"The key 'kernal' of the exact_values of {unit.__name__} 'mine' names "
+        r"no effective weight of the unit, which has \['kernel'\]"
     )
     with pytest.raises(ValueError, match=message):
         snap_weights(model, sets(np.add))
     with pytest.raises(ValueError, match=message):
         model.layers[0].snap()
+    with pytest.raises(ValueError, match=message):
+        model.layers[0].snap(["kernel"])  # a right name does not hide it
+
+
+def test_every_misspelt_key_is_named():
+    class TwoMisspelt(Misspelt):
+        exact_values = {"kernal": (0.0,), "kernel": (0.0,), "gaet": (0.0,)}
+
+    layer = TwoMisspelt(name="mine")
+    layer.build((None, 2))
+    with pytest.raises(ValueError, match="The keys 'kernal', 'gaet' of the"):
+        layer.snapped_names()
+
+
+# Every unit and cell of the package, in each configuration that changes its
+# weights, and the effective weights it snaps.
+CONFIGURATIONS = [
+    (NAC(1), ["kernel"]),
+    (NACCell(1), ["kernel"]),
+    (NALU(1), ["kernel"]),
+    (NALU(1, tied_weights=False), ["kernel", "mul_kernel"]),
+    (NALUCell(1), ["kernel"]),
+    (NALUCell(1, tied_weights=False), ["kernel", "mul_kernel"]),
+    (INALU(1), ["kernel", "mul_kernel", "gate"]),
+    (NAU(1), ["kernel"]),
+    (NAUCell(1), ["kernel", "recurrent_kernel"]),
+    (NAUCell(1, diagonal_state=True), ["kernel", "recurrent_kernel"]),
+    (NMU(1), ["kernel"]),
+    (NMRU(1), ["kernel"]),
+    (RealNPU(1), ["kernel", "gate"]),
+    (RealNPU(1, gated=False), ["kernel"]),
+    (NPU(1), ["kernel", "gate", "imaginary_kernel"]),
+    (NPU(1, gated=False), ["kernel", "imaginary_kernel"]),
+]
+
+
+@pytest.mark.parametrize(
+    "layer, names",
+    CONFIGURATIONS,
+    ids=[f"{type(layer).__name__}-{i}" for i, (layer, _) in enumerate(CONFIGURATIONS)],
+)
+def test_exact_values_follow_the_configuration(layer, names):
+    copy = type(layer).from_config(layer.get_config())
+    copy.build((None, 2))
+    assert list(copy.exact_values) == names
+    assert copy.snapped_names() == names
+    assert set(names) <= set(copy.effective_weights())
+    copy.snap()
+
+
+def test_every_unit_and_cell_of_the_package_is_configured_above():
+    listed = {type(layer) for layer, _ in CONFIGURATIONS}
+    exported = {
+        value
+        for value in vars(keras_nalu).values()
+        if isinstance(value, type)
+        and issubclass(value, ArithmeticUnit)
+        and value is not ArithmeticUnit
+    }
+    assert exported == listed
 
 
 def test_snapping_names_a_unit_lacks_is_refused_by_name():
-    layer = NAC(1)  # its exact_values list `mul_kernel`, its NALU's
+    layer = NAC(1)  # no multiplicative path of its own: no `mul_kernel`
     layer.build((None, 2))
     with pytest.raises(
         ValueError,
-        match=r"`names`, .* among its effective weights \['kernel'\]. "
+        match=r"`names`, expected a list of names of NAC's exact_values "
+        r"\['kernel'\] \(its effective weights that snap\). "
         r"Received: names=\['mul_kernel'\]",
     ):
         layer.snap(["mul_kernel"])
@@ -250,7 +322,7 @@ def test_snapping_names_a_unit_lacks_is_refused_by_name():
     ungated = RealNPU(1, gated=False)
     ungated.build((None, 2))
     ungated.snap()
-    with pytest.raises(ValueError, match="Received: names=\\['gate'\\]"):
+    with pytest.raises(ValueError, match=r"Received: names=\['gate'\]"):
         ungated.snap(["gate"])
 
 

@@ -1,7 +1,7 @@
 """The shared body of NAU, NMU, NMRU and RealNPU: one clipped kernel and its
 penalty."""
 
-from typing import Any, ClassVar
+from typing import Any
 
 import keras
 
@@ -32,7 +32,6 @@ class SparseUnit(ArithmeticUnit):
     """
 
     low, high = -1.0, 1.0
-    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {"kernel": (-1.0, 0.0, 1.0)}
     _rows_per_input = 1
 
     def __init__(
@@ -69,6 +68,11 @@ class SparseUnit(ArithmeticUnit):
         if self._scheduled:
             self.build_penalty_schedule()
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
+
+    @property
+    def exact_values(self) -> dict[str, tuple[float, ...]]:
+        """`{"kernel": (-1.0, 0.0, 1.0)}`."""
+        return {"kernel": (-1.0, 0.0, 1.0)}
 
     def effective_weights(
         self, weights: dict[str, Any] | None = None

@@ -66,10 +66,11 @@ class ArithmeticUnit(keras.layers.Layer):
       enough; the package's units also take none, for their own.
     - `exact_values`: for each effective weight that snaps, the exact values
       it may take (e.g. `{"kernel": (-1.0, 0.0, 1.0)}`), each key the name
-      of an effective weight (a key a unit lacks in some configuration, as
-      `RealNPU(gated=False)` its `"gate"`, is skipped; a unit none of whose
-      keys names an effective weight is an error, not a unit that snaps
-      nothing), and
+      of an effective weight of the unit in its configuration: a class
+      attribute, or a property where the weights depend on the
+      configuration (`RealNPU(gated=False)` has no `"gate"`). A key that
+      names no effective weight (a misspelt one) is an error, not a weight
+      left as it is; and
       `set_effective_weights(values)`, which sets the layer's weights so
       that those effective weights equal `values` (the default assigns the
       weight of that name).
@@ -94,7 +95,6 @@ class ArithmeticUnit(keras.layers.Layer):
     (its math over stacked copies, its snapping, its expression).
     """
 
-    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {}
     linear: ClassVar[bool] = False
     # False for a recurrent cell, whose call runs inside the RNN's loop where
     # a step counter cannot advance.
@@ -187,6 +187,19 @@ class ArithmeticUnit(keras.layers.Layer):
 
     # -- (b) effective weights and (c) exact values --------------------------
 
+    @property
+    def exact_values(self) -> dict[str, tuple[float, ...]]:
+        """`{name: values}`: for each effective weight that snaps, the exact
+        values it may take; none by default.
+
+        A subclass sets it as a class attribute
+        (`exact_values = {"kernel": (-1.0, 0.0, 1.0)}`), or overrides this
+        property where its effective weights depend on its configuration,
+        so that every key names one of them (`snapped_names` refuses any
+        other).
+        """
+        return {}
+
     def effective_weights(
         self, weights: dict[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -219,31 +232,26 @@ class ArithmeticUnit(keras.layers.Layer):
         NALU's gate) extends it.
 
         Args:
-            names: The effective weights to snap, names of `exact_values`
+            names: The effective weights to snap, keys of `exact_values`
                 (default: all of them), e.g. `["recurrent_kernel"]` to make a
                 `NAUCell`'s running sum exact and leave its input weights as
                 trained.
 
         Raises:
             ValueError: If the layer is not built, `names` is not a list of
-                names of `exact_values` that name effective weights of the
-                unit, or no key of `exact_values` names one (a misspelt
-                key: the message names the keys and the effective weights).
+                keys of `exact_values`, or a key of `exact_values` names no
+                effective weight of the unit (see `snapped_names`).
         """
         validation.check_built(self, "snap")
         effective = self.effective_weights(self.unit_weights())
+        snapped = self.snapped_names(effective)
         if names is None:
-            names = self.snapped_names(effective)
-        elif (
-            isinstance(names, str)
-            or not all(n in self.exact_values for n in names)
-            or not all(n in effective for n in names)
-        ):
+            names = snapped
+        elif isinstance(names, str) or not all(n in snapped for n in names):
             raise ValueError(
                 "Received an invalid value for `names`, expected a list of "
-                f"names of {type(self).__name__}'s exact_values "
-                f"{sorted(self.exact_values)} among its effective weights "
-                f"{sorted(effective)}. Received: names={names!r}"
+                f"names of {type(self).__name__}'s exact_values {sorted(snapped)} "
+                f"(its effective weights that snap). Received: names={names!r}"
             )
         self.set_effective_weights(
             {
@@ -253,29 +261,32 @@ class ArithmeticUnit(keras.layers.Layer):
         )
 
     def snapped_names(self, effective: dict[str, Any] | None = None) -> list[str]:
-        """The names of `exact_values` that `snap()` snaps: those of the
-        unit's effective weights (a key the unit lacks in its configuration,
-        as `RealNPU(gated=False)` its `"gate"`, is skipped).
+        """The keys of `exact_values`, each the name of an effective weight:
+        the weights `snap()` snaps.
 
         Args:
             effective: The unit's effective weights, if the caller has them
                 (default: `effective_weights(unit_weights())`).
 
         Raises:
-            ValueError: `exact_values` has keys but none names an effective
-                weight of the unit (the message names the keys, the unit and
-                the effective weights it has).
+            ValueError: A key of `exact_values` names no effective weight of
+                the unit in its configuration (the message names the key, the
+                unit and the effective weights it has).
         """
         if effective is None:
             effective = self.effective_weights(self.unit_weights())
-        names = [name for name in self.exact_values if name in effective]
-        if self.exact_values and not names:
+        names = list(self.exact_values)
+        unknown = [name for name in names if name not in effective]
+        if unknown:
+            keys = ", ".join(repr(name) for name in unknown)
+            one = len(unknown) == 1
             raise ValueError(
-                f"No key of the exact_values of {type(self).__name__} "
-                f"{self.name!r}, {sorted(self.exact_values)}, names one of its "
-                f"effective weights, {sorted(effective)}: snapping would leave "
-                "every weight as it is. Each key of exact_values must be the "
-                "name of an effective weight (a key of effective_weights)."
+                f"The key{'' if one else 's'} {keys} of the exact_values of "
+                f"{type(self).__name__} {self.name!r} name{'s' if one else ''} "
+                "no effective weight of the unit, which has "
+                f"{sorted(effective)}. Each key of exact_values must name an "
+                "effective weight of the unit in its configuration (a key of "
+                "effective_weights)."
             )
         return names
 

@@ -1,4 +1,4 @@
-from typing import Any, ClassVar
+from typing import Any
 
 import keras
 import numpy as np
@@ -166,11 +166,17 @@ class INALU(NAC):
         self.gate = self._add_weight_from_arguments("gate", (self.units,))
         self.build_penalty_schedule()
 
-    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
-        **NAC.exact_values,
-        "gate": (0.0, 1.0),
-    }
     linear = False
+
+    @property
+    def exact_values(self) -> dict[str, tuple[float, ...]]:
+        """The paths' `kernel` and `mul_kernel` to -1, 0 or 1, the gate
+        `sigmoid(gate)` to 0 or 1."""
+        return {
+            **super().exact_values,
+            "mul_kernel": (-1.0, 0.0, 1.0),
+            "gate": (0.0, 1.0),
+        }
 
     @property
     def effective_mul_kernel(self):

@@ -1,4 +1,4 @@
-from typing import Any, ClassVar
+from typing import Any
 
 import keras
 import numpy as np
@@ -88,11 +88,12 @@ class NAC(ArithmeticUnit):
         self.m_hat = self._add_weight_from_arguments("m_hat", (input_dim, self.units))
         self.input_spec = keras.InputSpec(min_ndim=2, axes={-1: input_dim})
 
-    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
-        "kernel": (-1.0, 0.0, 1.0),
-        "mul_kernel": (-1.0, 0.0, 1.0),
-    }
     linear = True
+
+    @property
+    def exact_values(self) -> dict[str, tuple[float, ...]]:
+        """`{"kernel": (-1.0, 0.0, 1.0)}`: `W` snaps to -1, 0 or 1."""
+        return {"kernel": (-1.0, 0.0, 1.0)}
 
     def effective_weights(
         self, weights: dict[str, Any] | None = None

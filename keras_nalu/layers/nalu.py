@@ -153,6 +153,14 @@ class NALU(NAC):
     linear = False
 
     @property
+    def exact_values(self) -> dict[str, tuple[float, ...]]:
+        """The NAC's `kernel`, and with `tied_weights=False` the
+        multiplicative path's `mul_kernel`, each to -1, 0 or 1."""
+        if self.tied_weights:
+            return super().exact_values
+        return {**super().exact_values, "mul_kernel": (-1.0, 0.0, 1.0)}
+
+    @property
     def effective_mul_kernel(self):
         """`W` of the multiplicative path, shape `(input_dim, units)`."""
         validation.check_built(self, "effective_mul_kernel")

@@ -1,6 +1,6 @@
 """The neural power unit (Heim, Pevný & Šmídl, 2020), complex weights and all."""
 
-from typing import Any, ClassVar
+from typing import Any
 
 import keras
 import numpy as np
@@ -95,10 +95,10 @@ class NPU(RealNPU):
         https://arxiv.org/abs/2006.01681
     """
 
-    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
-        **RealNPU.exact_values,
-        "imaginary_kernel": (0.0,),
-    }
+    @property
+    def exact_values(self) -> dict[str, tuple[float, ...]]:
+        """The `RealNPU`'s, and `imaginary_kernel` to 0."""
+        return {**super().exact_values, "imaginary_kernel": (0.0,)}
 
     def __init__(
         self,

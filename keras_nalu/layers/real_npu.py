@@ -1,4 +1,4 @@
-from typing import Any, ClassVar
+from typing import Any
 
 import keras
 
@@ -136,10 +136,12 @@ class RealNPU(SparseUnit):
                 "gate", (validation.feature_dim(self, input_shape),), bounds=(0, 1)
             )
 
-    exact_values: ClassVar[dict[str, tuple[float, ...]]] = {
-        "kernel": (-1.0, 0.0, 1.0),
-        "gate": (0.0, 1.0),
-    }
+    @property
+    def exact_values(self) -> dict[str, tuple[float, ...]]:
+        """`kernel` to -1, 0 or 1, and the gate to 0 or 1 (if `gated`)."""
+        if not self.gated:
+            return super().exact_values
+        return {**super().exact_values, "gate": (0.0, 1.0)}
 
     @property
     def effective_gate(self):

@@ -220,7 +220,7 @@ def counts(errors):
     return [f"{int(np.sum(final <= t))}/{len(final)}" for t in THRESHOLDS]
 
 
-class FirstContact(Experiment):
+class FirstContactExperiment(Experiment):
     """First contact: every unit of the package, and Dense, as a new user meets them."""
 
     name = "first_contact"
@@ -430,4 +430,4 @@ class FirstContact(Experiment):
 
 
 def main(argv=None):
-    return FirstContact().main(argv)
+    return FirstContactExperiment().main(argv)

@@ -101,7 +101,7 @@ def paper_value(name):
     return "<0.0001" if name == "None" else f"{PAPER_TABLE_5[name]:.2f}"
 
 
-class IdentityExtrapolation(Experiment):
+class IdentityExtrapolationExperiment(Experiment):
     """Identity extrapolation (Trask et al. 2018, Section 1.1, Figure 1, Table 5)."""
 
     name = "identity_extrapolation"
@@ -318,4 +318,4 @@ class IdentityExtrapolation(Experiment):
 
 
 def main(argv=None):
-    return IdentityExtrapolation().main(argv)
+    return IdentityExtrapolationExperiment().main(argv)

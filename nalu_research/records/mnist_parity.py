@@ -22,8 +22,13 @@ def _figure(value):
 
 
 def _two_decimals(value):
+    return _rounded(value, "0.01")
+
+
+def _rounded(value, step):
+    """`value` rounded half up to `step` (`"0.1"`), as its decimal digits read."""
     exact = Decimal(repr(float(value)))
-    return str(exact.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+    return str(exact.quantize(Decimal(step), rounding=ROUND_HALF_UP))
 
 
 def mean_interval(values):
@@ -69,7 +74,7 @@ def ten_seeds(last_seed=None, path=MERGED):
                 *(_figure(v) for v in final),
                 f"**{mean:.2f}** [{low:.2f}, {high:.2f}]",
                 _figure(np.median(final)),
-                ", ".join(_figure(v) for v in last),
+                ", ".join(_rounded(v, "0.1") for v in last),
                 PAPER_TABLE_4[variant],
             ]
         )

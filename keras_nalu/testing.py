@@ -11,7 +11,7 @@ inputs and says which one breaks, in the spirit of keras-hub's
 `run_layer_test`: run it in your unit's tests.
 """
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -52,7 +52,6 @@ def check_unit(
     *,
     batch_size: int = 4,
     input_range: tuple[float, float] = (0.5, 2.0),
-    absent: Collection[str] = (),
     rtol: float = 1e-4,
     atol: float = 1e-5,
 ) -> None:
@@ -69,7 +68,7 @@ def check_unit(
       of tensors by name (the tools pass the weights: a unit need not
       accept none).
     - `"exact values"`: each key of `exact_values` names an effective
-      weight (but those of `absent`), and each value is a tuple of numbers.
+      weight of the unit, and each value is a tuple of numbers.
     - `"stacked math"`: `math(x, weights)` on the copies' weights stacked
       along a leading seed axis, with inputs `(seeds, batch, input_size)`,
       equals calling each copy on its own inputs: what the research
@@ -93,9 +92,6 @@ def check_unit(
         batch_size: Positive integer, the examples per copy (keyword-only).
         input_range: `(low, high)`, the range of the random inputs, positive
             by default for the units that take logarithms (keyword-only).
-        absent: Names of `exact_values` that this configuration of the unit
-            lacks (as `RealNPU(gated=False)` its `"gate"`), which `snap`
-            skips (keyword-only).
         rtol: Non-negative float, the relative tolerance of the comparisons
             (keyword-only).
         atol: Non-negative float, their absolute tolerance (keyword-only).
@@ -140,7 +136,6 @@ def check_unit(
     seeds = validation.positive_int("seeds", seeds)
     batch_size = validation.positive_int("batch_size", batch_size)
     low, high = _checked_range(input_range)
-    absent = _checked_names("absent", absent)
     rtol = validation.non_negative_float("rtol", rtol)
     atol = validation.non_negative_float("atol", atol)
 
@@ -155,7 +150,7 @@ def check_unit(
     copies = [_copy(make, fail) for _ in range(seeds)]
     outputs = [_called(copy, x[i], fail) for i, copy in enumerate(copies)]
     effective = [_effective(copy, fail) for copy in copies]
-    snapped = _snapped_names(copies[0], effective[0], absent, fail)
+    snapped = _snapped_names(copies[0], effective[0], fail)
 
     # The copies' weights stacked: what the seed-batched engine trains.
     first = copies[0]
@@ -241,12 +236,6 @@ def _checked_range(input_range):
     return low, high
 
 
-def _checked_names(argument, names):
-    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-        raise validation.invalid(argument, "a collection of weight names", names)
-    return set(names)
-
-
 def _run(function: Callable[[], Any], check: str, fail: Callable) -> Any:
     """`function()`, an error in it reported as the failure of `check`."""
     try:
@@ -284,26 +273,18 @@ def _effective(copy, fail):
     return effective
 
 
-def _snapped_names(unit, effective, absent, fail):
+def _snapped_names(unit, effective, fail):
     """The names of `exact_values` the unit snaps; fails for any other."""
     exact_values = unit.exact_values
     if not isinstance(exact_values, dict):
         raise fail("exact values", "exact_values is not a dict {name: values}")
-    for key in sorted(absent):
-        if key not in exact_values or key in effective:
-            raise fail(
-                "exact values",
-                f"absent names {key!r}, which is not a key of exact_values "
-                f"{sorted(exact_values)} that the unit lacks (its effective "
-                f"weights are {sorted(effective)})",
-            )
     for key, values in exact_values.items():
-        if key not in effective and key not in absent:
+        if key not in effective:
             raise fail(
                 "exact values",
                 f"the key {key!r} of exact_values names no effective weight: the "
-                f"unit has {sorted(effective)} (pass absent=[{key!r}] if this "
-                "configuration of the unit lacks it)",
+                f"unit has {sorted(effective)} (a unit whose weights depend on its "
+                "configuration lists only those it has)",
             )
         if (
             not isinstance(values, tuple)

@@ -12,8 +12,8 @@ from nalu_research.seed_batched import SMALL_SPLIT
 def test_the_named_seeds_are_what_their_constants_say_and_get_moved(tmp_path):
     anchor_split.main(
         ["--stuck", "1", "11", "--solved", "0", "2", "--iterations", "40",
-         "--eval-every", "20", "--eval-size", "64", "--regularization", "20", "40",
-         "--json", str(tmp_path / "split.json"),
+         "--eval-every", "20", "--eval-size", "64",
+         "--regularization", "10", "20", "40", "--json", str(tmp_path / "split.json"),
          "--checkpoint-dir", str(tmp_path / "checkpoints")]
     )  # fmt: skip
     runs = json.loads((tmp_path / "split.json").read_text())["runs"]
@@ -34,5 +34,5 @@ def test_the_named_seeds_are_what_their_constants_say_and_get_moved(tmp_path):
 
 def test_a_seed_in_both_arms_is_refused(capsys):
     with pytest.raises(SystemExit):
-        anchor_split.parse_args(["--stuck", "1", "--solved", "1"])
+        anchor_split.AnchorSplit().parse_args(["--stuck", "1", "--solved", "1"])
     assert "a seed is in both --stuck and --solved" in capsys.readouterr().err

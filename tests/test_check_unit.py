@@ -202,13 +202,6 @@ def test_an_instance_is_checked_by_copies_and_left_as_it_was():
         check_unit(Misspelt(2, name="mine"))
 
 
-def test_absent_must_name_a_key_the_unit_lacks():
-    with pytest.raises(UnitCheckError, match="absent names 'kernel'"):
-        check_unit(Sum, absent=["kernel"])
-    with pytest.raises(UnitCheckError, match="absent names 'bias'"):
-        check_unit(Sum, absent=["bias"])
-
-
 @pytest.mark.parametrize(
     "arguments, name",
     [
@@ -219,7 +212,6 @@ def test_absent_must_name_a_key_the_unit_lacks():
         ({"unit": NAU, "input_size": 0}, "input_size"),
         ({"unit": NAU, "seeds": 1.5}, "seeds"),
         ({"unit": NAU, "input_range": (2.0, 1.0)}, "input_range"),
-        ({"unit": NAU, "absent": "gate"}, "absent"),
         ({"unit": NAU, "rtol": -1.0}, "rtol"),
     ],
 )

@@ -12,14 +12,18 @@ from nalu_research.experiments.division_benchmark import (
     RANGES,
     TASK,
     UNITS,
+    DivisionBenchmark,
     layer_options,
-    parse_args,
 )
 from nalu_research.tasks import StaticArithmetic
 from tests.processes import run_in_process, tensorboard_scalars
 from tests.test_export import serve_in_fresh_process
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "division_benchmark.py"
+
+
+def parse_args(argv):
+    return DivisionBenchmark().parse_args(argv)
 
 
 def test_the_task_is_two_adjacent_inputs_of_ten():

@@ -659,7 +659,9 @@ def test_benchmark_layer_options_are_checked_at_parse_time(option, message, caps
     from nalu_research.experiments import arithmetic_benchmark
 
     with pytest.raises(SystemExit):
-        arithmetic_benchmark.parse_args(["--layer-option", *option])
+        arithmetic_benchmark.ArithmeticBenchmark().parse_args(
+            ["--layer-option", *option]
+        )
     assert message in capsys.readouterr().err
 
 
@@ -679,7 +681,7 @@ def test_benchmark_arguments_are_checked_by_their_argparse_types(argv, message, 
     from nalu_research.experiments import arithmetic_benchmark
 
     with pytest.raises(SystemExit):
-        arithmetic_benchmark.parse_args(argv)
+        arithmetic_benchmark.ArithmeticBenchmark().parse_args(argv)
     assert message in capsys.readouterr().err
 
 
@@ -688,7 +690,7 @@ def test_a_layer_option_configures_the_unit_the_engine_holds():
     from nalu_research.experiments import arithmetic_benchmark
 
     argv = ["--layer-option", "nmru", "sign_retrieval", "true"]
-    options = arithmetic_benchmark.parse_args(argv).layer_options
+    options = arithmetic_benchmark.ArithmeticBenchmark().parse_args(argv).layer_options
     assert options == {"nmru": {"sign_retrieval": True}}
     bench = small("nmru", "mul", [0], layer_options=options)
     nau, nmru = bench.engine_model.layers
@@ -698,10 +700,10 @@ def test_a_layer_option_configures_the_unit_the_engine_holds():
 
 @pytest.mark.research
 def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
-    from nalu_research.cli import learning_rate
+    from nalu_research.arguments import learning_rate
     from nalu_research.experiments import arithmetic_benchmark
 
-    args = arithmetic_benchmark.parse_args(
+    args = arithmetic_benchmark.ArithmeticBenchmark().parse_args(
         ["--learning-rate", "0.01", "--learning-rate-drop", "100", "0.1"]
     )
     assert args.learning_rate_drop == [100, 0.1]
@@ -711,7 +713,9 @@ def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
     assert learning_rate(0.01) == 0.01
     for bad in (["-1", "0.1"], ["1.5", "0.1"], ["100", "0"], ["x", "0.1"]):
         with pytest.raises(SystemExit):
-            arithmetic_benchmark.parse_args(["--learning-rate-drop", *bad])
+            arithmetic_benchmark.ArithmeticBenchmark().parse_args(
+                ["--learning-rate-drop", *bad]
+            )
         assert "--learning-rate-drop expects" in capsys.readouterr().err
 
 
@@ -719,7 +723,7 @@ def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
 def test_benchmark_passes_layer_options():
     from nalu_research.experiments import arithmetic_benchmark
 
-    args = arithmetic_benchmark.parse_args(
+    args = arithmetic_benchmark.ArithmeticBenchmark().parse_args(
         ["--layer-option", "nau", "centered_gradient", "true",
          "--layer-option", "nmru", "sign_retrieval", "true"]
     )  # fmt: skip
@@ -953,7 +957,7 @@ def test_benchmark_targets_and_imports_are_checked(argv, message, capsys):
     from nalu_research.experiments import arithmetic_benchmark
 
     with pytest.raises(SystemExit):
-        arithmetic_benchmark.parse_args(argv)
+        arithmetic_benchmark.ArithmeticBenchmark().parse_args(argv)
     assert message in capsys.readouterr().err
 
 
@@ -970,7 +974,7 @@ def test_benchmark_takes_a_users_module_and_targets(tmp_path, monkeypatch):
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
-    args = arithmetic_benchmark.parse_args(
+    args = arithmetic_benchmark.ArithmeticBenchmark().parse_args(
         ["--models", "nau-engine_test_units>Wide", "--operations", "add",
          "--target", "2*a-b", "--target", "a + b", "--import", "engine_test_units",
          "--layer-option", "engine_test_units>Wide", "centered_gradient", "true"]

@@ -20,20 +20,14 @@ them seed for seed).
     python examples/anchor_split.py                    # 16 runs, 2M iterations
 """
 
-import argparse
 import math
-import time
-from pathlib import Path
 
 import keras
 
-from keras_nalu.training import Progress, remove_checkpoint
-from nalu_research.cli import (
-    add_backend_argument,
-    positive_float,
-    positive_int,
-)
-from nalu_research.monitoring import markdown_table, output_file, save_json
+from keras_nalu.training import Progress
+from nalu_research.arguments import Shared, positive_float
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table
 from nalu_research.seed_batched import (
     SMALL_SPLIT,
     StaticBenchmark,
@@ -50,77 +44,7 @@ STUCK = (1, 11, 21, 23, 32, 35, 39, 47)
 SOLVED = (0, 2, 3, 4, 5, 6, 7, 8)
 # The median |split| of seeds 0-49 on tensorflow.
 TARGET = 0.63
-REGULARIZATION = (10.0, 1_000_000, 2_000_000)
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--stuck", type=int, nargs="+", default=list(STUCK))
-    parser.add_argument("--solved", type=int, nargs="+", default=list(SOLVED))
-    parser.add_argument(
-        "--target",
-        type=positive_float,
-        default=TARGET,
-        help="|split| the stuck seeds are moved to (default %(default)s)",
-    )
-    parser.add_argument("--iterations", type=positive_int, default=2_000_000)
-    parser.add_argument("--eval-every", type=positive_int, default=5000)
-    parser.add_argument("--eval-size", type=positive_int, default=10_000)
-    parser.add_argument(
-        "--regularization",
-        type=positive_int,
-        nargs=2,
-        default=REGULARIZATION[1:],
-        metavar=("START", "END"),
-        help="the penalty's ramp, strength 10 (default %(default)s)",
-    )
-    parser.add_argument(
-        "--json", type=output_file, default=Path("results/anchor_split.json")
-    )
-    parser.add_argument(
-        "--checkpoint-dir",
-        type=Path,
-        default=Path("results/checkpoints/anchor_split"),
-        help="resumes from here after an interruption (deleted when done)",
-    )
-    add_backend_argument(parser, "anchor_split")
-    args = parser.parse_args(argv)
-    if set(args.stuck) & set(args.solved):
-        parser.error("a seed is in both --stuck and --solved")
-    return args
-
-
-def run(args):
-    """Trains both arms in one program; returns the per-run results."""
-    seeds = [*args.stuck, *args.solved]
-    keras.utils.set_random_seed(0)
-    bench = StaticBenchmark(
-        "nmu",
-        "mul",
-        seeds,
-        eval_size=args.eval_size,
-        regularization=(REGULARIZATION[0], *args.regularization),
-    )
-    drawn = initial_splits(bench)
-    targets = [math.copysign(args.target, split) for split in drawn[: len(args.stuck)]]
-    targets += [0.0] * len(args.solved)
-    moved = set_initial_splits(bench, targets)
-    result = bench.run(
-        args.iterations,
-        eval_every=args.eval_every,
-        checkpoint=args.checkpoint_dir,
-        progress=Progress(args.iterations, unit="iteration", label="  anchor split"),
-    )
-    if result["resumed_at"] is not None:
-        print(f"  resumed from its checkpoint at iteration {result['resumed_at']}")
-    runs = bench.summarize(result["history"])
-    arms = ["moved"] * len(args.stuck) + ["projected"] * len(args.solved)
-    for run_, arm, before, after in zip(runs, arms, drawn, moved, strict=True):
-        run_.update(arm=arm, split_drawn=before, split_moved=after)
-    return runs, result["seconds"]
+REGULARIZATION = [10.0, 1_000_000, 2_000_000]  # Madsen & Johansen's
 
 
 def report(runs):
@@ -150,23 +74,85 @@ def report(runs):
     return lines
 
 
+class AnchorSplit(Experiment):
+    # Its --help description is the module docstring's first paragraph.
+
+    name = "anchor_split"
+    arguments = {
+        "iterations": 2_000_000,
+        "eval_every": 5000,
+        "eval_size": 10_000,
+        "regularization": Shared(
+            REGULARIZATION,
+            help="the penalty: STRENGTH ramped in from START to END (default "
+            "%(default)s, Madsen & Johansen's)",
+        ),
+    }
+    record_path = "results/anchor_split.json"
+    checkpoints = True
+    run_unit = "program"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--stuck", type=int, nargs="+", default=list(STUCK))
+        parser.add_argument("--solved", type=int, nargs="+", default=list(SOLVED))
+        parser.add_argument(
+            "--target",
+            type=positive_float,
+            default=TARGET,
+            help="|split| the stuck seeds are moved to (default %(default)s)",
+        )
+
+    def check_arguments(self, args, parser):
+        if set(args.stuck) & set(args.solved):
+            parser.error("a seed is in both --stuck and --solved")
+
+    def prepare(self, args, session):
+        print(
+            f"NAU-NMU on a*b: seeds {args.stuck} with their split moved to "
+            f"+-{args.target:g}, seeds {args.solved} with theirs moved to 0 "
+            f"(small: |split| < {SMALL_SPLIT}); {args.iterations:,} iterations on "
+            f"{keras.backend.backend()}."
+        )
+
+    def train(self, args, run, session):
+        """Both arms in one program: the per-seed rows."""
+        keras.utils.set_random_seed(0)
+        bench = StaticBenchmark(
+            "nmu",
+            "mul",
+            [*args.stuck, *args.solved],
+            eval_size=args.eval_size,
+            regularization=args.regularization,
+        )
+        drawn = initial_splits(bench)
+        targets = [
+            math.copysign(args.target, split) for split in drawn[: len(args.stuck)]
+        ]
+        moved = set_initial_splits(bench, targets + [0.0] * len(args.solved))
+        result = bench.run(
+            args.iterations,
+            eval_every=args.eval_every,
+            # The checkpoint folder itself, as before the skeleton: it resumes.
+            checkpoint=session.checkpoint(),
+            progress=Progress(
+                args.iterations, unit="iteration", label="  anchor split"
+            ),
+        )
+        if result["resumed_at"] is not None:
+            print(f"  resumed from its checkpoint at iteration {result['resumed_at']}")
+        self.train_seconds = result["seconds"]
+        rows = bench.summarize(result["history"])
+        arms = ["moved"] * len(args.stuck) + ["projected"] * len(args.solved)
+        for row, arm, before, after in zip(rows, arms, drawn, moved, strict=True):
+            row.update(arm=arm, split_drawn=before, split_moved=after)
+        return rows
+
+    def report(self, args, rows):
+        report(rows)
+
+    def record(self, args, rows):
+        return {"train_seconds": self.train_seconds, "wall_seconds": self.elapsed()}
+
+
 def main(argv=None):
-    args = parse_args(argv)
-    start = time.perf_counter()
-    print(
-        f"NAU-NMU on a*b: seeds {args.stuck} with their split moved to "
-        f"+-{args.target:g}, seeds {args.solved} with theirs moved to 0 "
-        f"(small: |split| < {SMALL_SPLIT}); {args.iterations:,} iterations on "
-        f"{keras.backend.backend()}."
-    )
-    runs, seconds = run(args)
-    report(runs)
-    wall = time.perf_counter() - start
-    arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    save_json(
-        {"arguments": arguments, "train_seconds": seconds, "wall_seconds": wall,
-         "runs": runs},
-        args.json,
-    )  # fmt: skip
-    remove_checkpoint(args.checkpoint_dir)
-    print(f"Wrote {args.json} ({wall:.0f} s).")
+    return AnchorSplit().main(argv)

@@ -42,37 +42,21 @@ import importlib
 import json
 import math
 import os
-import shutil
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-from keras_nalu.training import Progress
-from nalu_research.arguments import argument_type
-from nalu_research.cli import (
-    add_backend_argument,
-    add_learning_rate_drop_argument,
-    add_schedule_argument,
-    add_training_arguments,
-    create_strategy,
-    gather_json,
+from keras_nalu.training import Progress, remove_checkpoint
+from nalu_research.arguments import (
+    Shared,
+    argument_type,
     learning_rate,
-    non_negative_int,
     positive_float,
-    positive_int,
-    worker_index,
 )
-from nalu_research.monitoring import (
-    markdown_table,
-    output_file_name,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table, pyplot, save_png
+from nalu_research.runs import gather_json, worker_index
 from nalu_research.seed_batched import (
     LAYERS,
     MODELS,
@@ -159,145 +143,6 @@ def _target(name, value):
 
 # `--target`: an expression of a and b (or a name of TARGETS), as its name.
 target_name = argument_type(_target, str)
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--operations",
-        nargs="+",
-        choices=list(TARGETS),
-        help="the paper's operations (default: all, or none with --target)",
-    )
-    parser.add_argument(
-        "--target",
-        action="append",
-        type=target_name,
-        metavar="EXPRESSION",
-        help="a target written as an expression of the inputs a and b, e.g. "
-        "'2*a - b' (SymPy; functions sqrt, exp, log, abs, sin, cos, tanh); "
-        "repeatable, after --operations' ones",
-    )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        metavar="MODEL",
-        help=f"of {', '.join(MODELS)}, or 'nau-npu', 'single-npu', ... of any "
-        "units, a user's as 'package>Name' ('nau-my_units>Power', with --import)",
-    )
-    parser.add_argument(
-        "--import",
-        action="append",
-        dest="imports",
-        metavar="MODULE",
-        help="import MODULE first (from the current folder or sys.path), so "
-        "that the units it registers can be named in --models and "
-        "--layer-option; repeatable",
-    )
-    parser.add_argument("--seeds", type=positive_int, help="seeds 0..N-1 (default 25)")
-    parser.add_argument(
-        "--first-seed",
-        type=non_negative_int,
-        default=0,
-        help="the seeds are FIRST_SEED .. FIRST_SEED + N - 1 (default 0)",
-    )
-    parser.add_argument("--iterations", type=positive_int, help="default 50,000")
-    parser.add_argument("--eval-every", type=positive_int, default=1000)
-    parser.add_argument("--eval-size", type=positive_int, default=10_000)
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="all operations; Linear, ReLU6, NAC, NALU; 5 seeds; 20,000 iterations",
-    )
-    parser.add_argument(
-        "--learning-rate",
-        type=positive_float,
-        default=1e-3,
-        help="Adam's (default 1e-3)",
-    )
-    add_learning_rate_drop_argument(parser)
-    parser.add_argument(
-        "--layer-option",
-        nargs=3,
-        action=_LayerOption,
-        metavar=("KIND", "ARGUMENT", "VALUE"),
-        help="a constructor argument of the layers of one kind (nau, nmu, "
-        "nmru, ...), VALUE as JSON; repeatable, e.g. --layer-option nau "
-        "centered_gradient true",
-    )
-    parser.add_argument(
-        "--clipnorm",
-        type=positive_float,
-        help="bound each run's gradient norm, as PyTorch's clip_grad_norm_ "
-        "(default: none)",
-    )
-    parser.add_argument(
-        "--adam-epsilon",
-        type=positive_float,
-        help="Adam's epsilon (default: Keras's, 1e-7; PyTorch's is 1e-8)",
-    )
-    add_schedule_argument(
-        parser, help="the units' penalty schedule (default: the layers' defaults)"
-    )
-    parser.add_argument(
-        "--nmu-center",
-        type=_nmu_center,
-        help="center of the NMU/NMRU initial weights (default: the layers' "
-        "initializer, M&J's 0.5)",
-    )
-    parser.add_argument(
-        "--signed",
-        action="store_true",
-        help="train on U[-2, 2], extrapolate on U[-6, -2] u U[2, 6]",
-    )
-    parser.add_argument(
-        "--two-inputs",
-        action="store_true",
-        help="Heim et al.'s simple task: a = x_0, b = x_1, train on U[0.1, 2], "
-        "extrapolate on U[2, 4] (with --signed: U[-2, 2], U[-4, -2] u U[2, 4])",
-    )
-    parser.add_argument(
-        "--json",
-        type=output_file_name,
-        help="default results/arithmetic_benchmark[_signed].json",
-    )
-    parser.add_argument(
-        "--png",
-        type=output_file_name,
-        help="default: beside --json, with the suffix .png",
-    )
-    parser.set_defaults(layer_options=None)
-    # The seed-batched engine resumes its own way: no --keep-checkpoint.
-    add_training_arguments(parser, "arithmetic_benchmark", keep=False)
-    add_backend_argument(parser, "arithmetic_benchmark")
-    parser.add_argument(
-        "--from-json",
-        nargs="+",
-        help="print the tables and plot of saved runs instead of training "
-        "(several files are merged: e.g. one per model)",
-    )
-    args = parser.parse_args(argv)
-    import_modules(parser, args.imports)
-    check_models(parser, args)
-    if args.target:
-        args.operations = list(dict.fromkeys([*(args.operations or []), *args.target]))
-    if args.from_json:
-        saved = load_saved(args.from_json, parser)
-        for name in ("operations", "models", "seeds", "first_seed", "iterations",
-                     "signed", "two_inputs"):  # fmt: skip
-            setattr(args, name, saved["arguments"][name])
-        args.saved = saved
-        args.png = args.png or "results/arithmetic_benchmark_from_json.png"
-        return args
-    stem = "results/arithmetic_benchmark" + ("_signed" if args.signed else "")
-    stem += "_two_inputs" if args.two_inputs else ""
-    args.json = args.json or f"{stem}.json"
-    args.png = str(png_path(args))
-    defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
-    for name, value in defaults.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    return args
 
 
 def _nmu_center(text):
@@ -401,21 +246,6 @@ def load_saved(paths, parser):
     return merged
 
 
-def save(path, args, speed, seconds, results):
-    """Writes the results so far, replacing `path` only once fully written."""
-    arguments = {
-        k: v
-        for k, v in vars(args).items()
-        if k not in ("saved", "checkpoint_dir", "strategy", "tensorboard")
-    }
-    arguments["models"] = list(speed)  # the models finished so far
-    save_json(
-        {"arguments": arguments, "ms_per_run_iteration": speed,
-         "wall_seconds": seconds, "runs": results},
-        path,
-    )  # fmt: skip
-
-
 def cell(value):
     return "nan" if value is None or not np.isfinite(value) else f"{value:.3g}"
 
@@ -468,8 +298,9 @@ def tables(results, args):
     )
     lines += table(
         "Median iteration at which extrapolation was first solved (among the "
-        "runs that solved it), and the median sparsity error "
-        "max(min(|W|, |1 - |W||)) of the first layer (NAC, NALU, NAU):",
+        "runs that solved it), and the median sparsity error of the first "
+        "layer (the largest distance of a weight to the nearest of its unit's "
+        "exact values; for {-1, 0, 1}, max(min(|W|, |1 - |W||))):",
         solved_at,
     )
     marks = sorted({n for n in SOLVED_BY if n <= args.iterations} | {args.iterations})
@@ -536,8 +367,9 @@ def formula_lines(results, args):
     return lines
 
 
-def plot(results, args):
-    plt = pyplot()
+def plot(results, args, plt):
+    """The success rates per model and target, and the fraction of seeds solved
+    by each iteration (a figure)."""
     fig, (ax, curve) = plt.subplots(
         1, 2, figsize=(11, 3.5), gridspec_kw={"width_ratios": [3, 2]}
     )
@@ -587,54 +419,164 @@ def plot(results, args):
     if curve.get_legend_handles_labels()[0]:
         curve.legend(fontsize=7)
     fig.tight_layout()
-    save_png(fig, args.png)
+    return fig
 
 
-def report(results, speed, seconds, args):
-    print("\n".join(tables(results, args) + formula_lines(results, args)))
-    print(
-        "\nms per run-iteration (batch 128, all runs of a model in one program): "
-        + ", ".join(f"{display_name(m)} {v:.4f}" for m, v in speed.items())
-    )
-    print(f"Wall time: {seconds:.0f} s.")
-    plot(results, args)
+class ArithmeticBenchmark(Experiment):
+    # Its --help description is the module docstring's first paragraph.
 
+    name = "arithmetic_benchmark"
+    arguments = {
+        "seeds": Shared(
+            None,
+            help="seeds FIRST_SEED .. FIRST_SEED + N - 1 (default 25; 5 with --quick)",
+        ),
+        "first_seed": 0,
+        "iterations": Shared(None, help="default 50,000; 20,000 with --quick"),
+        "eval_every": 1000,
+        "eval_size": 10_000,
+        "learning_rate": Shared(1e-3, help="Adam's (default %(default)s)"),
+        "learning_rate_drop": None,
+        "clipnorm": Shared(
+            None,
+            help="bound each run's gradient norm, as PyTorch's clip_grad_norm_ "
+            "(default: none)",
+        ),
+        "regularization": Shared(
+            None, help="the units' penalty schedule (default: the layers' defaults)"
+        ),
+    }
+    # `--json`'s default, with the suffixes of --signed and --two-inputs
+    # (`check_arguments` sets it).
+    record_path = "results/arithmetic_benchmark{_signed}{_two_inputs}.json"
+    plots = True
+    checkpoints = True
+    run_unit = "model"
+    seconds = None  # the saved runs' wall time (--from-json)
 
-def _tensorboard_writer(args, bench, run):
-    """`on_eval` of `bench.run` writing `bench.scalars` to TensorBoard under
-    `--tensorboard`/`run`, or `None` without `--tensorboard`."""
-    log = tensorboard(args, run)
-    if not log:
-        return None
-    return lambda entry: log[0].write(entry["iteration"], bench.scalars(entry))
-
-
-def main(argv=None):
-    args = parse_args(argv)
-    if args.from_json:
-        saved = args.saved
-        report(
-            saved["runs"], saved["ms_per_run_iteration"], saved["wall_seconds"], args
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--operations",
+            nargs="+",
+            choices=list(TARGETS),
+            help="the paper's operations (default: all, or none with --target)",
         )
-        print(f"Wrote {args.png}.")
-        return
-    strategy = create_strategy(args)
-    worker, workers = worker_index(strategy)
-    # This worker's share of the seeds.
-    seeds = range(args.first_seed + worker, args.first_seed + args.seeds, workers)
-    if not seeds:
-        sys.exit(
-            f"--seeds {args.seeds} leaves worker {worker} of {workers} no seed: "
-            f"expected at least {workers} seeds"
+        parser.add_argument(
+            "--target",
+            action="append",
+            type=target_name,
+            metavar="EXPRESSION",
+            help="a target written as an expression of the inputs a and b, e.g. "
+            "'2*a - b' (SymPy; functions sqrt, exp, log, abs, sin, cos, tanh); "
+            "repeatable, after --operations' ones",
         )
-    chief = worker == 0
-    start = time.perf_counter()
-    results, speed, checkpoints = [], {}, []
-    for model in args.models:
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            metavar="MODEL",
+            help=f"of {', '.join(MODELS)}, or 'nau-npu', 'single-npu', ... of any "
+            "units, a user's as 'package>Name' ('nau-my_units>Power', with "
+            "--import)",
+        )
+        parser.add_argument(
+            "--import",
+            action="append",
+            dest="imports",
+            metavar="MODULE",
+            help="import MODULE first (from the current folder or sys.path), so "
+            "that the units it registers can be named in --models and "
+            "--layer-option; repeatable",
+        )
+        parser.add_argument(
+            "--quick",
+            action="store_true",
+            help="all operations; Linear, ReLU6, NAC, NALU; 5 seeds; 20,000 iterations",
+        )
+        parser.add_argument(
+            "--layer-option",
+            nargs=3,
+            action=_LayerOption,
+            metavar=("KIND", "ARGUMENT", "VALUE"),
+            help="a constructor argument of the layers of one kind (nau, nmu, "
+            "nmru, ...), VALUE as JSON; repeatable, e.g. --layer-option nau "
+            "centered_gradient true",
+        )
+        parser.add_argument(
+            "--adam-epsilon",
+            type=positive_float,
+            help="Adam's epsilon (default: Keras's, 1e-7; PyTorch's is 1e-8)",
+        )
+        parser.add_argument(
+            "--nmu-center",
+            type=_nmu_center,
+            help="center of the NMU/NMRU initial weights (default: the layers' "
+            "initializer, M&J's 0.5)",
+        )
+        parser.add_argument(
+            "--signed",
+            action="store_true",
+            help="train on U[-2, 2], extrapolate on U[-6, -2] u U[2, 6]",
+        )
+        parser.add_argument(
+            "--two-inputs",
+            action="store_true",
+            help="Heim et al.'s simple task: a = x_0, b = x_1, train on U[0.1, "
+            "2], extrapolate on U[2, 4] (with --signed: U[-2, 2], U[-4, -2] u "
+            "U[2, 4])",
+        )
+        parser.add_argument(
+            "--from-json",
+            nargs="+",
+            help="print the tables and plot of saved runs instead of training "
+            "(several files are merged: e.g. one per model)",
+        )
+        parser.set_defaults(layer_options=None)
+
+    def check_arguments(self, args, parser):
+        import_modules(parser, args.imports)
+        check_models(parser, args)
+        if args.target:
+            args.operations = list(
+                dict.fromkeys([*(args.operations or []), *args.target])
+            )
+        if args.from_json:
+            saved = args.saved = load_saved(args.from_json, parser)
+            for name in ("operations", "models", "seeds", "first_seed",
+                         "iterations", "signed", "two_inputs"):  # fmt: skip
+                setattr(args, name, saved["arguments"][name])
+            args.png = args.png or Path("results/arithmetic_benchmark_from_json.png")
+        defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
+        for name, value in defaults.items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
+        if args.json is None:
+            signed = "_signed" if args.signed else ""
+            two = "_two_inputs" if args.two_inputs else ""
+            args.json = Path(f"results/arithmetic_benchmark{signed}{two}.json")
+
+    def prepare(self, args, session):
+        self.session, self.speed, self.folders = session, {}, []
+        self.worker, self.workers = worker_index(session.strategy)
+        # This worker's share of the seeds.
+        first, last = args.first_seed, args.first_seed + args.seeds
+        self.seeds = range(first + self.worker, last, self.workers)
+        if not self.seeds:
+            sys.exit(
+                f"--seeds {args.seeds} leaves worker {self.worker} of "
+                f"{self.workers} no seed: expected at least {self.workers} seeds"
+            )
+
+    def runs(self, args):
+        return [(model,) for model in args.models]
+
+    def train(self, args, run, session):
+        """All the runs of one model, every target x seed of this worker, in
+        one program; returns every worker's runs of the model."""
+        (model,) = run
         bench = StaticBenchmark(
             model,
             args.operations,
-            seeds,
+            self.seeds,
             learning_rate=learning_rate(args.learning_rate, args.learning_rate_drop),
             eval_size=args.eval_size,
             regularization=args.regularization or "default",
@@ -644,65 +586,99 @@ def main(argv=None):
             layer_options=args.layer_options,
             **task_arguments(args),
         )
+        workers = self.workers
+        share = f" of {args.seeds}, worker {self.worker} of {workers}"
         print(
             f"{display_name(model)}: {len(bench.runs)} runs "
-            f"({len(args.operations)} operations x {len(seeds)} seeds"
-            + (f" of {args.seeds}, worker {worker} of {workers}" if workers > 1 else "")
+            f"({len(args.operations)} operations x {len(self.seeds)} seeds"
+            + (share if workers > 1 else "")
             + f"), {args.iterations} iterations",
             flush=True,
         )
         # Each worker trains its own seeds, so each checkpoints its own share
         # (nothing is replicated for a chief to write for the others).
-        part = f"-worker{worker}of{workers}" if workers > 1 else ""
+        part = f"-worker{self.worker}of{workers}" if workers > 1 else ""
         folder = model.replace(">", "_") + part  # a user's 'package>Name'
-        checkpoint = args.checkpoint_dir / folder
-        checkpoints.append(checkpoint)
-        run = bench.run(
+        self.folders.append(session.checkpoint(folder))
+        log = session.callbacks(folder)
+        result = bench.run(
             args.iterations,
             eval_every=args.eval_every,
-            checkpoint=checkpoint,
+            checkpoint=self.folders[-1],
             progress=Progress(args.iterations, unit="iteration", label=f"  {model}"),
-            on_eval=_tensorboard_writer(args, bench, folder),
+            on_eval=(lambda e: log[0].write(e["iteration"], bench.scalars(e)))
+            if log
+            else None,
         )
-        if run["resumed_at"] is not None:
-            print(
-                f"  resumed from its checkpoint at iteration {run['resumed_at']}",
-                flush=True,
-            )
+        if result["resumed_at"] is not None:
+            print(f"  resumed from its checkpoint at iteration {result['resumed_at']}")
         print(
-            f"  {run['seconds']:.0f} s of training, "
-            f"{run['ms_per_run_iteration']:.4f} ms per run-iteration",
+            f"  {result['seconds']:.0f} s of training, "
+            f"{result['ms_per_run_iteration']:.4f} ms per run-iteration",
             flush=True,
         )
+        rows = bench.summarize(result["history"])
+        for row, formula in zip(rows, bench.exact_formulas(), strict=True):
+            row["formula"] = formula
         # Every worker's runs and speed (a collective: each worker calls it).
-        runs = bench.summarize(run["history"])
-        for result, formula in zip(runs, bench.exact_formulas(), strict=True):
-            result["formula"] = formula
         shares = gather_json(
-            {
-                "runs": runs,
-                "ms": run["ms_per_run_iteration"],
-            },
-            strategy,
+            {"runs": rows, "ms": result["ms_per_run_iteration"]}, session.strategy
         )
+        self.speed[model] = float(np.mean([share["ms"] for share in shares]))
         order = {op: i for i, op in enumerate(args.operations)}
-        results += sorted(
+        self.last = sorted(
             (r for share in shares for r in share["runs"]),
             key=lambda r: (order[r["operation"]], r["seed"]),
         )
-        speed[model] = float(np.mean([share["ms"] for share in shares]))
-        if chief:  # after every model: an interrupted benchmark keeps it
-            save(args.json, args, speed, time.perf_counter() - start, results)
-    seconds = time.perf_counter() - start
-    for checkpoint in checkpoints:  # done: no longer needed
-        shutil.rmtree(checkpoint, ignore_errors=True)
-    if args.checkpoint_dir.is_dir() and not any(args.checkpoint_dir.iterdir()):
-        args.checkpoint_dir.rmdir()
-    if not chief:
-        return
-    report(results, speed, seconds, args)
-    save(args.json, args, speed, seconds, results)
-    print(f"Wrote {args.json} and {args.png}.")
+        return self.last
+
+    def run_name(self, run, row):
+        return display_name(run[0])
+
+    def progress(self, row):
+        solved = sum(r["success"] for r in self.last)
+        return {"solved": f"{solved}/{len(self.last)} runs"}
+
+    def report(self, args, rows):
+        print("\n".join(tables(rows, args) + formula_lines(rows, args)))
+        print(
+            "\nms per run-iteration (batch 128, all runs of a model in one "
+            "program): "
+            + ", ".join(f"{display_name(m)} {v:.4f}" for m, v in self.speed.items())
+        )
+        seconds = self.elapsed() if self.seconds is None else self.seconds
+        print(f"Wall time: {seconds:.0f} s.")
+
+    def record(self, args, rows):
+        return {"ms_per_run_iteration": self.speed, "wall_seconds": self.elapsed()}
+
+    def plot(self, args, rows, plt):
+        return plot(rows, args, plt)
+
+    def finish(self, args, rows):
+        """Another worker's checkpoints (the chief's skeleton removes its
+        own): each worker wrote its own share."""
+        if not self.session.chief and not args.keep_checkpoint:
+            for folder in self.folders:
+                remove_checkpoint(folder)
+            root = Path(args.checkpoint_dir)
+            if root.is_dir() and not any(root.iterdir()):
+                root.rmdir()
+
+
+def main(argv=None):
+    benchmark = ArithmeticBenchmark()
+    args = benchmark.parse_args(argv)
+    if not args.from_json:
+        return benchmark.main(argv)
+    # The tables and plot of saved runs: trains nothing, writes no record.
+    saved = args.saved
+    benchmark.speed = saved["ms_per_run_iteration"]
+    benchmark.seconds = saved["wall_seconds"]
+    benchmark.report(args, saved["runs"])
+    save_png(benchmark.plot(args, saved["runs"], pyplot()), args.png)
+    print(f"Wrote {args.png}.")
+    return 0
 
 
 if __name__ == "__main__":

@@ -43,34 +43,17 @@ one) is exported as a SavedModel.
 """
 
 import argparse
-import os
-import shutil
-import time
 from pathlib import Path
 
 import numpy as np
 
-from keras_nalu import export_saved_model, snap_weights
+from keras_nalu import snap_weights
 from keras_nalu.training import Progress
-from nalu_research.cli import (
-    add_backend_argument,
-    add_schedule_argument,
-    add_training_arguments,
-    can_export,
-    positive_float,
-    positive_int,
-)
-from nalu_research.monitoring import (
-    add_output_arguments,
-    markdown_table,
-    output_folder_name,
-    png_path,
-    pyplot,
-    save_json,
-    save_png,
-    tensorboard,
-)
+from nalu_research.arguments import Shared, positive_float
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table
 from nalu_research.seed_batched import StaticBenchmark
+from nalu_research.serving import Export
 from nalu_research.tasks import wilson_bars, wilson_interval
 from nalu_research.tasks.static_arithmetic import describe_range
 
@@ -100,129 +83,12 @@ UNITS = {
 EXPORTED_RANGE = 6  # U[1, 2] -> U[2, 6], exported when solved
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=positive_int, default=25,
-                        help="seeds 0..N-1 per range (default 25)")  # fmt: skip
-    parser.add_argument(
-        "--ranges",
-        type=int,
-        nargs="+",
-        choices=range(len(RANGES)),
-        default=list(range(len(RANGES))),
-        help="indices of the ranges to run (default all nine)",
-    )
-    parser.add_argument("--iterations", type=positive_int, default=100_000)
-    parser.add_argument("--eval-every", type=positive_int, default=1000)
-    parser.add_argument("--eval-size", type=positive_int, default=10_000)
-    parser.add_argument(
-        "--unit",
-        choices=tuple(UNITS),
-        default="nmru",
-        help="the unit, trained by its recipe (default nmru)",
-    )
-    parser.add_argument("--learning-rate", type=positive_float,
-                        help="Adam's (default 1e-2 NMRU, 5e-3 RealNPU)")  # fmt: skip
-    parser.add_argument("--clipnorm", type=positive_float,
-                        help="each run's gradient norm bound (default: 1 for the "
-                        "NMRU, none for the RealNPU)")  # fmt: skip
-    add_schedule_argument(
-        parser,
-        help="the penalty schedule (default: the unit's, 10 (NMRU) or 1 "
-        "(RealNPU) from 50,000 to 75,000)",
-    )
-    parser.add_argument("--threshold", type=positive_float, default=1e-5)
-    parser.add_argument(
-        "--sign-retrieval",
-        action=argparse.BooleanOptionalAction,
-        help="NMRU: the sign by Mistry et al.'s cosine (their published "
-        "unit; default), or signed products (--no-sign-retrieval)",
-    )
-    parser.add_argument(
-        "--gated",
-        action=argparse.BooleanOptionalAction,
-        help="RealNPU: with Heim et al.'s relevance gate (default) or without",
-    )
-    parser.add_argument(
-        "--export-dir",
-        type=output_folder_name,
-        help="where the snapped model of a solved run is exported (default "
-        "saved_models/division_UNIT)",
-    )
-    add_output_arguments(
-        parser, None, shown_default="results/division_benchmark[_UNIT].json"
-    )
-    # The seed-batched engine resumes its own way: no --keep-checkpoint.
-    add_training_arguments(parser, "division_benchmark", keep=False)
-    add_backend_argument(parser, "division_benchmark")
-    args = parser.parse_args(argv)
-    # The other unit's option, refused.
-    other = {"nmru": ("gated", "realnpu"), "realnpu": ("sign_retrieval", "nmru")}
-    option, unit = other[args.unit]
-    if getattr(args, option) is not None:
-        parser.error(
-            f"--{option.replace('_', '-')} is an option of --unit {unit}, "
-            f"not of --unit {args.unit}"
-        )
-    for name in ("learning_rate", "clipnorm", "regularization"):
-        if getattr(args, name) is None:
-            setattr(args, name, UNITS[args.unit][name])
-    args.export_dir = args.export_dir or os.path.join(
-        "saved_models", f"division_{args.unit}"
-    )
-    # The NMRU's results keep their first name; another unit's get its own.
-    suffix = "" if args.unit == "nmru" else f"_{args.unit}"
-    args.json = args.json or Path(f"results/division_benchmark{suffix}.json")
-    args.png = png_path(args)
-    return args
-
-
 def layer_options(args):
     """The constructor arguments of the unit's layer (`--sign-retrieval`,
     `--gated`; the NMRU's sign retrieval is on unless turned off)."""
     if args.unit == "nmru":
         return {"nmru": {"sign_retrieval": args.sign_retrieval is not False}}
     return {"realnpu": {"gated": args.gated is not False}}
-
-
-def run_range(index, args):
-    """Trains the seeds of range `index`; returns its runs' summaries and the
-    snapped model of its first solved run (or None)."""
-    interpolation, extrapolation = RANGES[index]
-    bench = StaticBenchmark(
-        UNITS[args.unit]["model"],
-        "div",
-        range(args.seeds),
-        learning_rate=args.learning_rate,
-        eval_size=args.eval_size,
-        regularization=args.regularization,
-        clipnorm=args.clipnorm,
-        threshold=args.threshold,
-        layer_options=layer_options(args),
-        interpolation_range=interpolation,
-        extrapolation_range=extrapolation,
-        **TASK,
-    )
-    label = f"{describe_range(interpolation)} -> {describe_range(extrapolation)}"
-    print(f"range {index}: {label}, {args.seeds} seeds", flush=True)
-    log = tensorboard(args, f"range{index}")
-    run = bench.run(
-        args.iterations,
-        eval_every=args.eval_every,
-        checkpoint=args.checkpoint_dir / f"range{index}",
-        progress=Progress(args.iterations, unit="iteration", label=f"  range {index}"),
-        on_eval=(lambda e: log[0].write(e["iteration"], bench.scalars(e)))
-        if log
-        else None,
-    )
-    runs = bench.summarize(run["history"])
-    formulas = bench.exact_formulas()
-    snapped = None
-    for result, formula in zip(runs, formulas, strict=True):
-        result.update(range=index, formula=formula)
-        if snapped is None and formula is not None and result["success"]:
-            snapped = (result["seed"], bench)
-    return runs, snapped, run["ms_per_run_iteration"]
 
 
 def tables(results, args):
@@ -266,8 +132,8 @@ def tables(results, args):
     return lines
 
 
-def plot(results, args):
-    plt = pyplot()
+def plot(results, args, plt):
+    """The success rate per range, with Mistry et al.'s over all ranges."""
     fig, ax = plt.subplots(figsize=(9, 3.5))
     rates, errors = wilson_bars(
         [r for r in results if r["range"] == index] for index in args.ranges
@@ -284,51 +150,167 @@ def plot(results, args):
                  f"{args.iterations} iterations (Wilson 95%)", fontsize=9)  # fmt: skip
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    save_png(fig, args.png)
+    return fig
 
 
-def export(snapped, args):
-    """Exports the snapped model of the first solved run on U[1, 2], else
-    of the first range with one (`snapped`: `{range: (seed, bench)}`)."""
-    if not snapped or not can_export(f"the snapped {UNITS[args.unit]['name']}"):
-        return None
-    seed, bench = snapped.get(EXPORTED_RANGE) or next(iter(snapped.values()))
-    task = bench.tasks[seed]
-    x, _ = task.sample(256, "extrapolation", seed=(seed, 2**31 - 3))
-    model, _ = snap_weights(bench.keras_model(seed), (x, task.targets(x)))
-    return export_saved_model(model, args.export_dir, x[:8])
+class DivisionBenchmark(Experiment):
+    # Its --help description is the module docstring's first paragraph.
+
+    name = "division_benchmark"
+    arguments = {
+        "seeds": Shared(25, help="seeds 0..N-1 per range (default %(default)s)"),
+        "iterations": 100_000,
+        "eval_every": 1000,
+        "eval_size": 10_000,
+        "learning_rate": Shared(None, help="Adam's (default 1e-2 NMRU, 5e-3 RealNPU)"),
+        "clipnorm": Shared(
+            None,
+            help="each run's gradient norm bound (default: 1 for the NMRU, none "
+            "for the RealNPU)",
+        ),
+        "regularization": Shared(
+            None,
+            help="the penalty schedule (default: the unit's, 10 (NMRU) or 1 "
+            "(RealNPU) from 50,000 to 75,000)",
+        ),
+    }
+    # The NMRU's results keep their first name; another unit's get its own
+    # (`check_arguments` sets --json's default).
+    record_path = "results/division_benchmark{_UNIT}.json"
+    plots = True
+    checkpoints = True
+    export_path = "saved_models/division_{unit}"
+    run_unit = "range"
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--ranges",
+            type=int,
+            nargs="+",
+            choices=range(len(RANGES)),
+            default=list(range(len(RANGES))),
+            help="indices of the ranges to run (default all nine)",
+        )
+        parser.add_argument(
+            "--unit",
+            choices=tuple(UNITS),
+            default="nmru",
+            help="the unit, trained by its recipe (default nmru)",
+        )
+        parser.add_argument("--threshold", type=positive_float, default=1e-5)
+        parser.add_argument(
+            "--sign-retrieval",
+            action=argparse.BooleanOptionalAction,
+            help="NMRU: the sign by Mistry et al.'s cosine (their published "
+            "unit; default), or signed products (--no-sign-retrieval)",
+        )
+        parser.add_argument(
+            "--gated",
+            action=argparse.BooleanOptionalAction,
+            help="RealNPU: with Heim et al.'s relevance gate (default) or without",
+        )
+
+    def check_arguments(self, args, parser):
+        # The other unit's option, refused.
+        other = {"nmru": ("gated", "realnpu"), "realnpu": ("sign_retrieval", "nmru")}
+        option, unit = other[args.unit]
+        if getattr(args, option) is not None:
+            parser.error(
+                f"--{option.replace('_', '-')} is an option of --unit {unit}, "
+                f"not of --unit {args.unit}"
+            )
+        for name in ("learning_rate", "clipnorm", "regularization"):
+            if getattr(args, name) is None:
+                setattr(args, name, UNITS[args.unit][name])
+        if args.json is None:
+            suffix = "" if args.unit == "nmru" else f"_{args.unit}"
+            args.json = Path(f"results/division_benchmark{suffix}.json")
+
+    def prepare(self, args, session):
+        self.speed, self.snapped = {}, {}
+
+    def runs(self, args):
+        return [(index,) for index in args.ranges]
+
+    def train(self, args, run, session):
+        """Trains the seeds of the range `run`; returns its runs' rows, and
+        keeps the first solved run that snapped to exact weights."""
+        (index,) = run
+        interpolation, extrapolation = RANGES[index]
+        bench = StaticBenchmark(
+            UNITS[args.unit]["model"],
+            "div",
+            range(args.seeds),
+            learning_rate=args.learning_rate,
+            eval_size=args.eval_size,
+            regularization=args.regularization,
+            clipnorm=args.clipnorm,
+            threshold=args.threshold,
+            layer_options=layer_options(args),
+            interpolation_range=interpolation,
+            extrapolation_range=extrapolation,
+            **TASK,
+        )
+        label = f"{describe_range(interpolation)} -> {describe_range(extrapolation)}"
+        print(f"range {index}: {label}, {args.seeds} seeds", flush=True)
+        log = session.callbacks(f"range{index}")
+        result = bench.run(
+            args.iterations,
+            eval_every=args.eval_every,
+            checkpoint=session.checkpoint(f"range{index}"),
+            progress=Progress(
+                args.iterations, unit="iteration", label=f"  range {index}"
+            ),
+            on_eval=(lambda e: log[0].write(e["iteration"], bench.scalars(e)))
+            if log
+            else None,
+        )
+        self.speed[index] = result["ms_per_run_iteration"]
+        rows = bench.summarize(result["history"])
+        for row, formula in zip(rows, bench.exact_formulas(), strict=True):
+            row.update(range=index, formula=formula)
+            if index not in self.snapped and formula is not None and row["success"]:
+                self.snapped[index] = (row["seed"], bench)
+        self.last = rows
+        return rows
+
+    def run_name(self, run, row):
+        return f"range {run[0]}"
+
+    def progress(self, row):
+        return {"solved": f"{sum(r['success'] for r in self.last)}/{len(self.last)}"}
+
+    def report(self, args, rows):
+        print("\n".join(tables(rows, args)))
+        print(f"Wall time: {self.elapsed():.0f} s.")
+
+    def record(self, args, rows):
+        return {"ms_per_run_iteration": self.speed, "wall_seconds": self.elapsed()}
+
+    def plot(self, args, rows, plt):
+        return plot(rows, args, plt)
+
+    def exports(self, args, rows):
+        """The snapped model of the first solved run on U[1, 2], else of the
+        first range with one (none when no run solved)."""
+        if not self.snapped:
+            return []
+        seed, bench = self.snapped.get(EXPORTED_RANGE) or next(
+            iter(self.snapped.values())
+        )
+        task = bench.tasks[seed]
+        x, _ = task.sample(256, "extrapolation", seed=(seed, 2**31 - 3))
+        model, _ = snap_weights(bench.keras_model(seed), (x, task.targets(x)))
+        return [Export("", model, x[:3], sample=x[:8])]
+
+    def served(self, args, served):
+        name = UNITS[args.unit]["name"]
+        print(f"Exported a solved run's snapped {name} to {served['']['path']}.")
+        return served
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    start = time.perf_counter()
-    results, speed, snapped = [], {}, {}
-    for index in args.ranges:
-        runs, solved, ms = run_range(index, args)
-        results += runs
-        speed[index] = ms
-        if solved is not None:
-            snapped[index] = solved
-        save_json(
-            {
-                "arguments": {k: v for k, v in vars(args).items()
-                              if k not in ("checkpoint_dir", "tensorboard")},
-                "ms_per_run_iteration": speed,
-                "wall_seconds": time.perf_counter() - start,
-                "runs": results,
-            },
-            args.json,
-        )  # fmt: skip
-    exported = export(snapped, args)
-    shutil.rmtree(args.checkpoint_dir, ignore_errors=True)
-    print("\n".join(tables(results, args)))
-    plot(results, args)
-    print(f"Wall time: {time.perf_counter() - start:.0f} s.")
-    if exported:
-        print(
-            f"Exported a solved run's snapped {UNITS[args.unit]['name']} to {exported}."
-        )
-    print(f"Wrote {args.json} and {args.png}.")
+    return DivisionBenchmark().main(argv)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ import numpy as np
 
 from nalu_research.arguments import Shared
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.monitoring import Evaluation
+from nalu_research.records.identity import table_5_lines
 from nalu_research.runs import (
     epoch_steps,
     mean_over_steps,
@@ -93,12 +94,6 @@ def mean_errors(test_sets):
 
 def plural(n, word):
     return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def paper_value(name):
-    if name not in PAPER_TABLE_5:
-        return "-"
-    return "<0.0001" if name == "None" else f"{PAPER_TABLE_5[name]:.2f}"
 
 
 class IdentityExtrapolationExperiment(Experiment):
@@ -239,19 +234,7 @@ class IdentityExtrapolationExperiment(Experiment):
             f"{list(TRAIN_RANGE)} beside it; the paper's value (mean of 100 "
             "models) last.\n"
         )
-        table = []
-        for name in self.names:
-            runs = [row for row in rows if row["model"] == name]
-            mae = [row["table_mae"] for row in runs]
-            train = [row["train_range_mae"] for row in runs]
-            diverged = any(row["diverged"] for row in runs)
-            table.append(
-                [name + ("*" if diverged else ""), f"{np.mean(mae):.4g}",
-                 f"{min(mae):.4g} to {max(mae):.4g}", f"{np.mean(train):.2g}",
-                 paper_value(name)]
-            )  # fmt: skip
-        header = ["model", "ours: mean", "ours: min to max", "on [-5, 5]", "paper"]
-        print("\n".join(markdown_table(header, table, align="<>>>>")))
+        print("\n".join(table_5_lines(rows, self.names)))
         if any(row["diverged"] for row in rows):
             print(
                 "\n* includes a run that diverged (non-finite training loss; "

@@ -38,9 +38,7 @@ backend runs one step per call (its Keras trainer takes no
     python examples/step_benchmark.py --quick   # a smoke run
 """
 
-import argparse
 import datetime
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -51,7 +49,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from nalu_research.arguments import positive_int
 from nalu_research.backends import BACKENDS, INSTALL
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table
 
 MODELS = {
     "demo": "demo NALU",
@@ -69,78 +70,17 @@ SHORT = {"tensorflow": "tf", "jax": "jax", "torch": "torch"}
 MARK = "step-benchmark: "
 
 
-def parse_args(argv=None):
-    from nalu_research.cli import add_backend_argument, positive_int
-    from nalu_research.monitoring import output_file
-
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
-    installed = [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
-    parser.add_argument(
-        "--backends",
-        nargs="+",
-        choices=BACKENDS,
-        default=installed,
-        help="the backends measured (default: those installed, %(default)s)",
-    )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        choices=list(MODELS),
-        default=list(MODELS),
-        help="the models timed (default: all of them)",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=5,
-        help="interleaved rounds; the median is reported (default %(default)s)",
-    )
-    parser.add_argument(
-        "--steps",
-        type=positive_int,
-        default=64,
-        help="training steps per timed fit call (default %(default)s)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"a smoke run: {QUICK['rounds']} round of {QUICK['steps']} steps",
-    )
-    parser.add_argument(
-        "--json",
-        type=output_file,
-        default=Path("results/step_benchmark.json"),
-        help="where the results go (default %(default)s)",
-    )
-    add_backend_argument(parser, "step_benchmark")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.rounds, args.steps = QUICK["rounds"], QUICK["steps"]
-    for backend in args.backends:
-        if importlib.util.find_spec(backend) is None:
-            parser.error(
-                f"argument --backends: {backend!r} is not installed here: "
-                f"{INSTALL[backend]}"
-            )
-    args.backends = list(dict.fromkeys(args.backends))  # once each, in order
-    args.models = [m for m in MODELS if m in args.models]  # once each, in order
-    return args
-
-
 # The worker: one backend, the three models.
 
 
 def _demo(steps):
     import keras
 
-    from nalu_research.cli import shuffled_epochs, steps_per_execution
     from nalu_research.experiments import demo
+    from nalu_research.runs import steps_per_execution
+    from nalu_research.tasks.batches import shuffled_epochs
 
-    args = demo.parse_args([])
+    args = demo.Demo().parse_args([])
     x, y = demo.sample("a*b", steps * args.batch_size, demo.TRAIN_RANGE, seed=0)
     model = demo.build_model("a*b", "NALU (paper)")
     model.compile(
@@ -155,11 +95,11 @@ def _number_words(steps):
     import keras
     import tensorflow as tf
 
-    from nalu_research.cli import steps_per_execution
     from nalu_research.experiments import number_translation
+    from nalu_research.runs import steps_per_execution
     from nalu_research.tasks.number_words import NumberWords
 
-    args = number_translation.parse_args([])
+    args = number_translation.NumberTranslation().parse_args([])
     _, ids, y = NumberWords(seed=args.seed).split("train")
     seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
     model, _ = number_translation.build_side_by_side("nalu", max(args.sizes), seeds)
@@ -175,7 +115,7 @@ def _program_evaluation(steps):
     from nalu_research.experiments import program_evaluation
     from nalu_research.tasks.program_evaluation import ProgramEvaluation
 
-    args = program_evaluation.parse_args([])
+    args = program_evaluation.ProgramEvaluationExperiment().parse_args([])
     generator = ProgramEvaluation(args.task)
     model = program_evaluation.build_model(
         "nalu", args.size, generator.steps, not args.untied
@@ -352,8 +292,6 @@ def summarize(times, first_call, backends):
 
 
 def print_table(results, backends):
-    from nalu_research.monitoring import markdown_table
-
     others = [b for b in BACKENDS if b != "tensorflow"]
     header = [f"{b} ms" for b in BACKENDS] + [f"tf/{SHORT[b]} ratio" for b in others]
     rows = []
@@ -387,41 +325,86 @@ def print_table(results, backends):
     )
 
 
-def versions(backends):
-    packages = ["keras", *backends]
-    return {p: importlib.metadata.version(p) for p in packages}
+class StepBenchmark(Experiment):
+    # Its --help description is the module docstring's first paragraph. One
+    # run: the backends' worker processes, interleaved over the rounds
+    # (`measure`); the record keeps each model's medians and rounds.
+
+    name = "step_benchmark"
+    arguments = {"steps": 64}
+    record_path = "results/step_benchmark.json"
+
+    def add_arguments(self, parser):
+        installed = [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
+        parser.add_argument(
+            "--backends",
+            nargs="+",
+            choices=BACKENDS,
+            default=installed,
+            help="the backends measured (default: those installed, %(default)s)",
+        )
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            choices=list(MODELS),
+            default=list(MODELS),
+            help="the models timed (default: all of them)",
+        )
+        parser.add_argument(
+            "--rounds",
+            type=positive_int,
+            default=5,
+            help="interleaved rounds; the median is reported (default %(default)s)",
+        )
+        parser.add_argument(
+            "--quick",
+            action="store_true",
+            help=f"a smoke run: {QUICK['rounds']} round of {QUICK['steps']} steps "
+            "(the --steps of a timed fit call)",
+        )
+
+    def check_arguments(self, args, parser):
+        if args.quick:
+            args.rounds, args.steps = QUICK["rounds"], QUICK["steps"]
+        for backend in args.backends:
+            if importlib.util.find_spec(backend) is None:
+                parser.error(
+                    f"argument --backends: {backend!r} is not installed here: "
+                    f"{INSTALL[backend]}"
+                )
+        args.backends = list(dict.fromkeys(args.backends))  # once each, in order
+        args.models = [m for m in MODELS if m in args.models]  # once each, in order
+
+    def prepare(self, args, session):
+        print(
+            f"ms per model.fit step on {', '.join(args.backends)}: {args.rounds} "
+            f"interleaved round(s) of {args.steps} steps per model, after "
+            f"{WARM_UP} untimed fit calls (compilation).\n",
+            flush=True,
+        )
+
+    def train(self, args, run, session):
+        """Every model on every backend, interleaved: a row per model."""
+        times, first_call = measure(args)
+        self.results = summarize(times, first_call, args.backends)
+        return [{"model": name, **result} for name, result in self.results.items()]
+
+    def report(self, args, rows):
+        print_table(self.results, args.backends)
+        print(f"\nMeasured in {self.elapsed():.0f} s.")
+
+    def record(self, args, rows):
+        return {
+            "date": datetime.date.today().isoformat(),
+            "settings": {
+                k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+            },
+            "models": self.results,
+        }
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    print(
-        f"ms per model.fit step on {', '.join(args.backends)}: {args.rounds} "
-        f"interleaved round(s) of {args.steps} steps per model, after {WARM_UP} "
-        "untimed fit calls (compilation).\n",
-        flush=True,
-    )
-    start = time.perf_counter()
-    times, first_call = measure(args)
-    results = summarize(times, first_call, args.backends)
-    print_table(results, args.backends)
-    seconds = time.perf_counter() - start
-    print(f"\nMeasured in {seconds:.0f} s.")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    args.json.write_text(
-        json.dumps(
-            {
-                "date": datetime.date.today().isoformat(),
-                "settings": settings,
-                "versions": versions(args.backends),
-                "seconds": seconds,
-                "models": results,
-            },
-            indent=1,
-        )
-    )
-    print(f"Wrote {args.json}.")
-    return 0
+    return StepBenchmark().main(argv)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ def add_output_arguments(
     `json_default` is the default path of `--json`, or `None` when the script
     computes it after parsing, which `shown_default` then names in `--help`
     (e.g. `"results/mnist_TASK_DATASET.json"`). `--tensorboard` comes with
-    `nalu_research.cli.add_training_arguments`.
+    `nalu_research.arguments.add_training_arguments`.
     """
     parser.add_argument(
         "--json",

@@ -35,7 +35,6 @@ nothing here imports TensorFlow.
 
 import argparse
 import contextlib
-import inspect
 import json
 import logging
 import time
@@ -193,29 +192,36 @@ def _drawing_from(layer, generator):
     creates them. (Keras's default initializer of a float weight,
     `"glorot_uniform"`, included.)"""
     add_weight = layer.add_weight
-    signature = inspect.signature(add_weight)
 
     def seeded(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
-        arguments = bound.arguments
-        initializer = arguments.get("initializer")
-        dtype = arguments.get("dtype")
-        if initializer is None and (dtype is None or "float" in str(dtype)):
-            initializer = "glorot_uniform"  # add_weight's default
-        if isinstance(initializer, (str, dict)):
-            initializer = keras.initializers.get(initializer)
-        if isinstance(initializer, keras.initializers.Initializer):
-            config = initializer.get_config()
-            if "seed" in config:
-                config["seed"] = generator
-                arguments["initializer"] = type(initializer).from_config(config)
-        return add_weight(*bound.args, **bound.kwargs)
+        if len(args) > 1:  # Keras 2's add_weight(shape, initializer, dtype)
+            dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+            args = (args[0], _reseeded(args[1], dtype, generator), *args[2:])
+        else:
+            kwargs["initializer"] = _reseeded(
+                kwargs.get("initializer"), kwargs.get("dtype"), generator
+            )
+        return add_weight(*args, **kwargs)
 
     layer.add_weight = seeded
     try:
         yield
     finally:
         del layer.add_weight
+
+
+def _reseeded(initializer, dtype, generator):
+    """`initializer` (as `add_weight` takes it: None is Keras's default)
+    drawing from `generator` if it draws at random, else as it is."""
+    if initializer is None and (dtype is None or "float" in str(dtype)):
+        initializer = "glorot_uniform"  # add_weight's default
+    if isinstance(initializer, (str, dict)):
+        initializer = keras.initializers.get(initializer)
+    if isinstance(initializer, keras.initializers.Initializer):
+        config = initializer.get_config()
+        if "seed" in config:
+            return type(initializer).from_config({**config, "seed": generator})
+    return initializer
 
 
 def _layer_weights(weights, layer):

@@ -56,6 +56,7 @@ from nalu_research.arguments import (
 )
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table, pyplot, save_png
+from nalu_research.records.static_arithmetic import rate, solved_at_cell, solved_by
 from nalu_research.runs import gather_json, worker_index
 from nalu_research.seed_batched import (
     LAYERS,
@@ -70,7 +71,6 @@ from nalu_research.tasks import (
     PAPER_TABLE_1,
     StaticArithmetic,
     wilson_bars,
-    wilson_interval,
 )
 from nalu_research.tasks.static_arithmetic import TARGETS, parse_target
 
@@ -273,19 +273,6 @@ def tables(results, args):
 
         return cell_of
 
-    def success(runs, op, model):
-        wins = sum(r["success"] for r in runs)
-        low, high = wilson_interval(wins, len(runs))
-        return f"{wins}/{len(runs)} [{low:.2f}, {high:.2f}]"
-
-    def solved_at(runs, op, model):
-        solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
-        sparsity = [r["sparsity_error"] for r in runs]
-        text = f"{int(np.median(solved))}" if solved else "-"
-        if None not in sparsity:
-            text += f", sparsity {np.median(sparsity):.2g}"
-        return text
-
     lines = []
     for index, split in enumerate(("interpolation", "extrapolation")):
         lines += table(
@@ -294,14 +281,15 @@ def tables(results, args):
             paper_scale(split, index),
         )
     lines += table(
-        "Success rate by the strict criterion, with its Wilson 95% interval:", success
+        "Success rate by the strict criterion, with its Wilson 95% interval:",
+        lambda runs, op, model: rate(runs),
     )
     lines += table(
         "Median iteration at which extrapolation was first solved (among the "
         "runs that solved it), and the median sparsity error of the first "
         "layer (the largest distance of a weight to the nearest of its unit's "
         "exact values; for {-1, 0, 1}, max(min(|W|, |1 - |W||))):",
-        solved_at,
+        lambda runs, op, model: solved_at_cell(runs),
     )
     marks = sorted({n for n in SOLVED_BY if n <= args.iterations} | {args.iterations})
     lines += ["", "Fraction of seeds solved by iteration N (extrapolation first "
@@ -323,14 +311,6 @@ def tables(results, args):
 
 # The iterations at which the solved-by table reports.
 SOLVED_BY = (10_000, 50_000, 200_000, 1_000_000, 2_000_000, 5_000_000)
-
-
-def solved_by(runs, iteration):
-    """The fraction of `runs` whose extrapolation was below the threshold at
-    some evaluation up to `iteration`."""
-    return float(np.mean([
-        r["solved_at"] is not None and r["solved_at"] <= iteration for r in runs
-    ]))  # fmt: skip
 
 
 def _sum_of(inputs):

@@ -12,17 +12,6 @@ TEN_SEEDS = PAGE + "recurrent_arithmetic_10.json"
 NAU = PAGE + "recurrent_arithmetic_nau.json"
 OURS = PAGE + "recurrent_arithmetic_ours.json"
 NAU_NMU_10 = PAGE + "recurrent_arithmetic_nau_nmu_10.json"
-NAMES = {
-    "lstm": "LSTM",
-    "gru": "GRU",
-    "rnn_tanh": "RNN tanh",
-    "rnn_relu": "RNN ReLU",
-    "nac": "NAC",
-    "nalu": "NALU",
-    "nau": "NAU",
-    "nau-nmu": "NAU-NMU",
-    "nau-realnpu": "NAU-RealNPU",
-}
 
 
 def fmt(value):
@@ -73,7 +62,7 @@ def paper_scale(split):
                 + (f" ({fmt(paper[index])})" if paper else "")
             )
         table.append([SYMBOLS[operation], *cells])
-    header = ["op", *(NAMES[m] for m in arguments["models"])]
+    header = ["op", *(_name(m) for m in arguments["models"])]
     return "\n".join(markdown_table(header, table))
 
 
@@ -181,3 +170,10 @@ def ours():
         "paper's NAC / NALU",
     ]
     return "\n".join(markdown_table(header, table))
+
+
+def _name(model):
+    """The table's name of `model`, as the experiment names it."""
+    from nalu_research.experiments.recurrent_arithmetic import MODELS
+
+    return MODELS[model][0]

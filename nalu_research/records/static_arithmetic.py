@@ -86,12 +86,15 @@ def solved_at():
     """Median iteration first solved among the solved runs, and the median
     sparsity error of the first layer where the model has one."""
 
-    def cell_of(runs, op, model):
-        solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
-        sparsity = [r["sparsity_error"] for r in runs]
-        text = f"{int(np.median(solved))}" if solved else "-"
-        if None not in sparsity:
-            text += f", sparsity {np.median(sparsity):.2g}"
-        return text
+    return _table(lambda runs, op, model: solved_at_cell(runs))
 
-    return _table(cell_of)
+
+def solved_at_cell(runs):
+    """The median iteration first solved among the solved `runs` (`-`: none),
+    and the median sparsity error of the first layer where it has one."""
+    solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
+    sparsity = [r["sparsity_error"] for r in runs]
+    text = f"{int(np.median(solved))}" if solved else "-"
+    if None not in sparsity:
+        text += f", sparsity {np.median(sparsity):.2g}"
+    return text

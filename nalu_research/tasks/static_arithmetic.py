@@ -8,12 +8,12 @@ import keras
 import numpy as np
 import sympy
 from keras import ops
-from sympy.printing.lambdarepr import LambdaPrinter
 from sympy.parsing.sympy_parser import (
     convert_xor,
     parse_expr,
     standard_transformations,
 )
+from sympy.printing.lambdarepr import LambdaPrinter
 
 from keras_nalu import validation
 

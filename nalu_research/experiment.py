@@ -16,7 +16,7 @@ An experiment is a subclass of `Experiment` that supplies only its parts:
         def train(self, args, run, session): ...# one run -> its row(s)
         def report(self, args, rows): ...       # its table, printed
         def record(self, args, rows): ...       # what its record adds
-        def plot(self, args, rows, plt): ...    # its figure, or None
+        def plot(self, args, rows, plt): ...    # its figure (--png), or None
         def exports(self, args, rows): ...      # models to export and serve
 
     def main(argv=None):
@@ -41,8 +41,8 @@ backbone and preprocessor). A hook an experiment does not need keeps the
 default here, which does nothing or the common thing.
 
 What an experiment declares decides which shared groups it has:
-`arguments` (the shared arguments), `record_path` (`--json` and `--png`;
-None: no record), `checkpoints` (`--strategy`, `--checkpoint-dir`,
+`arguments` (the shared arguments), `record_path` (`--json`, and `--png`
+where it overrides `plot`; None: no record), `checkpoints` (`--strategy`, `--checkpoint-dir`,
 `--keep-checkpoint`, `--tensorboard`, and `--checkpoint-every` with
 `checkpoint_every`), `export_path` (`--export-dir` and `--no-export`).
 """
@@ -140,7 +140,6 @@ class Experiment:
             an experiment that writes no record; `""`: a record only when
             `--json` is given. Fields in braces are arguments, filled in
             after parsing (`"results/x_{task}.json"`); so in `export_path`.
-        plots: Whether it draws a plot (`--png`, needs matplotlib).
         checkpoints: Whether it trains with checkpoints (the group of
             `nalu_research.arguments.add_training_arguments`).
         checkpoint_every: Default of `--checkpoint-every` (steps an epoch),
@@ -153,7 +152,6 @@ class Experiment:
     name: ClassVar[str] = ""
     arguments: ClassVar[dict[str, Any]] = {}
     record_path: ClassVar[str | None] = None
-    plots: ClassVar[bool] = False
     checkpoints: ClassVar[bool] = False
     checkpoint_every: ClassVar[int | None] = None
     continued_by: ClassVar[str | None] = None
@@ -201,6 +199,12 @@ class Experiment:
         table beside ours); its keys win."""
         return {}
 
+    @classmethod
+    def plots(cls):
+        """Whether the experiment draws a plot: it overrides `plot` (and then
+        takes `--png`, which needs matplotlib)."""
+        return cls.plot is not Experiment.plot
+
     def plot(self, args, rows, plt):
         """The figure of the results (a matplotlib figure), or None."""
         return None
@@ -240,7 +244,7 @@ class Experiment:
                 parser,
                 None if later else self.record_path,
                 shown_default=self.record_path or "none: no record",
-                plot=self.plots,
+                plot=self.plots(),
             )
         if self.export_path is not None:
             parser.add_argument(
@@ -271,7 +275,7 @@ class Experiment:
             args.json = Path(self.record_path.format(**vars(args)))
         if self.export_path is not None and args.export_dir is None:
             args.export_dir = self.export_path.format(**vars(args))
-        if self.plots and getattr(args, "json", None) is not None:
+        if self.plots() and getattr(args, "json", None) is not None:
             args.png = png_path(args)
         return args
 
@@ -319,7 +323,7 @@ class Experiment:
         if served is not None:
             fields.setdefault("served", served)
         save_json(record_of(self, args, rows, seconds, fields), args.json)
-        if self.plots:
+        if self.plots():
             figure = self.plot(args, rows, pyplot())
             if figure is not None:
                 save_png(figure, args.png)

@@ -37,6 +37,7 @@ def experiment_class(name):
     return found[0]
 
 
+@pytest.mark.research  # the experiments import the research extra's packages
 @pytest.mark.parametrize("name", NAMES)
 def test_every_experiment_stands_on_the_skeleton(name):
     cls = experiment_class(name)
@@ -58,6 +59,7 @@ def test_every_experiment_stands_on_the_skeleton(name):
     assert not flags & shared, f"{name} declares {flags & shared} itself"
 
 
+@pytest.mark.research
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(
     "argument, values",

@@ -429,7 +429,6 @@ class ArithmeticBenchmark(Experiment):
     # `--json`'s default, with the suffixes of --signed and --two-inputs
     # (`check_arguments` sets it).
     record_path = "results/arithmetic_benchmark{_signed}{_two_inputs}.json"
-    plots = True
     checkpoints = True
     run_unit = "model"
     seconds = None  # the saved runs' wall time (--from-json)

@@ -177,7 +177,6 @@ class DivisionBenchmark(Experiment):
     # The NMRU's results keep their first name; another unit's get its own
     # (`check_arguments` sets --json's default).
     record_path = "results/division_benchmark{_UNIT}.json"
-    plots = True
     checkpoints = True
     export_path = "saved_models/division_{unit}"
     run_unit = "range"

@@ -237,7 +237,6 @@ class FirstContactExperiment(Experiment):
         "learning_rate": 0.01,
     }
     record_path = "results/first_contact.json"
-    plots = True
     checkpoints = True
     continued_by = "--epochs"
     run_unit = "model"

@@ -371,7 +371,6 @@ class GridWorld(Experiment):
         "clipnorm": 1.0,
     }
     record_path = "results/grid_world.json"
-    plots = True
     checkpoints = True
     continued_by = "--updates"
     export_path = "saved_models"

@@ -107,7 +107,6 @@ class IdentityExtrapolationExperiment(Experiment):
         "learning_rate": 1e-2,
     }
     record_path = "results/identity_extrapolation.json"
-    plots = True
     checkpoints = True
     checkpoint_every = 1000
 

@@ -115,7 +115,6 @@ class MnistCountingExperiment(Experiment):
         "seed": 0,
     }
     record_path = "results/mnist_{task}_{dataset}.json"
-    plots = True
     checkpoints = True
     checkpoint_every = 500
     continued_by = "--steps"

@@ -85,7 +85,6 @@ class MnistParityExperiment(Experiment):
         ),
     }
     record_path = "results/mnist_parity_{dataset}.json"
-    plots = True
     checkpoints = True
 
     def add_arguments(self, parser):

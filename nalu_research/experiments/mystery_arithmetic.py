@@ -157,7 +157,6 @@ class MysteryArithmeticExperiment(Experiment):
     name = "mystery_arithmetic"
     arguments = {"seed": 0, "epochs": 250, "batch_size": 32, "learning_rate": 1e-3}
     record_path = "results/mystery_arithmetic.json"
-    plots = True
     checkpoints = True
     run_unit = "model"
 

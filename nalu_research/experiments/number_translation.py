@@ -480,7 +480,6 @@ class NumberTranslation(Experiment):
         "learning_rate_drop": None,
     }
     record_path = "results/number_translation.json"
-    plots = True
     checkpoints = True
     export_path = "saved_models/number_translation"
     run_unit = "configuration"

@@ -166,7 +166,6 @@ class ProgramEvaluationExperiment(Experiment):
         "eval_size": 1000,
     }
     record_path = "results/program_evaluation_{task}.json"
-    plots = True
     checkpoints = True
     export_path = "saved_models/program_evaluation_{task}"
 

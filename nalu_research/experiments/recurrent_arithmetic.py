@@ -209,7 +209,6 @@ class RecurrentArithmeticExperiment(Experiment):
         "eval_size": 1000,
     }
     record_path = "results/recurrent_arithmetic.json"
-    plots = True
     checkpoints = True
     checkpoint_every = 1000
 

@@ -150,7 +150,6 @@ class StaticArithmeticExperiment(Experiment):
         "eval_size": 10_000,
     }
     record_path = "results/static_arithmetic_{operation}.json"
-    plots = True
     checkpoints = True
     checkpoint_every = 1000
     export_path = "saved_models/static_arithmetic_{operation}"

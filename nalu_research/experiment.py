@@ -2,11 +2,12 @@
 
 An experiment is a subclass of `Experiment` that supplies only its parts:
 
+    # nalu_research/experiments/mystery_arithmetic.py: the module's name is
+    # the experiment's (its backend, checkpoint folder and record).
     class Mystery(Experiment):
         '''The "mystery arithmetic" task ... (the first paragraph is its
         --help description).'''
 
-        name = "mystery_arithmetic"             # backend, checkpoints, record
         arguments = {"seed": 0, "epochs": 250,  # shared ones, with defaults
                      "learning_rate": 1e-3}
 
@@ -42,9 +43,10 @@ default here, which does nothing or the common thing.
 
 What an experiment declares decides which shared groups it has:
 `arguments` (the shared arguments), `record_path` (`--json`, and `--png`
-where it overrides `plot`; None: no record), `checkpoints` (`--strategy`, `--checkpoint-dir`,
-`--keep-checkpoint`, `--tensorboard`, and `--checkpoint-every` with
-`checkpoint_every`), `export_path` (`--export-dir` and `--no-export`).
+where it overrides `plot`; None: no record), `checkpoints` (`--strategy`,
+`--checkpoint-dir`, `--keep-checkpoint`, `--tensorboard`, and
+`--checkpoint-every` with `checkpoint_every`), `export_path` (`--export-dir`
+and `--no-export`).
 """
 
 import argparse
@@ -132,7 +134,8 @@ class Experiment:
     Class attributes:
         name: The experiment's name: its key in
             `nalu_research.backends.DEFAULTS`, its checkpoint folder
-            (results/checkpoints/NAME) and record's name.
+            (results/checkpoints/NAME) and record's name. Default: the
+            name of the module that defines it (`experiments/NAME.py`).
         arguments: The shared arguments it takes, `{name: default}` (names
             of `nalu_research.arguments.SHARED`; a default may be a
             `nalu_research.arguments.Shared` with its own help).
@@ -157,6 +160,11 @@ class Experiment:
     continued_by: ClassVar[str | None] = None
     export_path: ClassVar[str | None] = None
     run_unit: ClassVar[str] = "run"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" not in vars(cls):  # its module's: experiments/NAME.py
+            cls.name = cls.__module__.rpartition(".")[2]
 
     # ---- The parts an experiment supplies. ----
 

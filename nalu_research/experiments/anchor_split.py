@@ -77,7 +77,6 @@ def report(runs):
 class AnchorSplit(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
-    name = "anchor_split"
     arguments = {
         "iterations": 2_000_000,
         "eval_every": 5000,

@@ -405,7 +405,6 @@ def plot(results, args, plt):
 class ArithmeticBenchmark(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
-    name = "arithmetic_benchmark"
     arguments = {
         "seeds": Shared(
             None,

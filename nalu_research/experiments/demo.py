@@ -106,7 +106,6 @@ def folder_name(operation, name):
 class Demo(Experiment):
     """The demo: what neural arithmetic units are for, in about a minute."""
 
-    name = "demo"
     arguments = {"seeds": 5, "epochs": 20, "batch_size": 64, "learning_rate": 0.01}
     record_path = ""  # a record only with --json
     checkpoints = True

@@ -156,7 +156,6 @@ def plot(results, args, plt):
 class DivisionBenchmark(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
-    name = "division_benchmark"
     arguments = {
         "seeds": Shared(25, help="seeds 0..N-1 per range (default %(default)s)"),
         "iterations": 100_000,

@@ -223,7 +223,6 @@ def counts(errors):
 class FirstContactExperiment(Experiment):
     """First contact: every unit of the package, and Dense, as a new user meets them."""
 
-    name = "first_contact"
     arguments = {
         "seeds": Shared(10, help="seeds 0..N-1 per row"),
         "epochs": 100,

@@ -111,7 +111,6 @@ class GpuCheck(Experiment):
     One run, `run_check`'s parts in processes of their own; the record is
     `--output`/gpu/gpu.json and the page `--output`/gpu.md (`report`)."""
 
-    name = "gpu_check"
     record_path = "{output}/gpu/gpu.json"
 
     def add_arguments(self, parser):

@@ -364,7 +364,6 @@ class GridWorld(Experiment):
     5): an actor-critic agent with and without a NAC, and with an exact
     counter."""
 
-    name = "grid_world"
     arguments = {
         "seeds": Shared(None, help="seeds 0..N-1 (default 3)"),
         "learning_rate": 1e-3,

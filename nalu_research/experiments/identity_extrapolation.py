@@ -99,7 +99,6 @@ def plural(n, word):
 class IdentityExtrapolationExperiment(Experiment):
     """Identity extrapolation (Trask et al. 2018, Section 1.1, Figure 1, Table 5)."""
 
-    name = "identity_extrapolation"
     arguments = {
         "seeds": Shared(3, help="models per architecture (seeds 1..N)"),
         "steps": 10_000,

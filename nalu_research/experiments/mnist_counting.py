@@ -102,7 +102,6 @@ class MnistCountingExperiment(Experiment):
     """MNIST digit counting and addition (Trask et al. 2018, Section 4.2,
     Table 2)."""
 
-    name = "mnist_counting"
     arguments = {
         "steps": 2000,
         "batch_size": 32,

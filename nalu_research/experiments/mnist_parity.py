@@ -72,7 +72,6 @@ class MnistParityExperiment(Experiment):
     """MNIST parity and the NAC ablation (Trask et al. 2018, Section 4.6,
     Table 4)."""
 
-    name = "mnist_parity"
     arguments = {
         "epochs": 10,
         "batch_size": 64,

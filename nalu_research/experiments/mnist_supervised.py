@@ -53,7 +53,6 @@ class MnistSupervisedExperiment(Experiment):
     """The digit encoder trained on labels: the ceiling of Table 2's single
     digits."""
 
-    name = "mnist_supervised"
     arguments = {
         "epochs": 20,
         "batch_size": 32,

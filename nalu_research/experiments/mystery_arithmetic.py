@@ -154,7 +154,6 @@ def test_errors(x, y, kinds):
 class MysteryArithmeticExperiment(Experiment):
     """The "mystery arithmetic" task of the reference PyTorch walk-through."""
 
-    name = "mystery_arithmetic"
     arguments = {"seed": 0, "epochs": 250, "batch_size": 32, "learning_rate": 1e-3}
     record_path = "results/mystery_arithmetic.json"
     checkpoints = True

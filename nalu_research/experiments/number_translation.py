@@ -471,7 +471,6 @@ def lowest_validation(runs):
 class NumberTranslation(Experiment):
     # Its --help description: the module docstring's first paragraph.
 
-    name = "number_translation"
     arguments = {
         "seed": Shared(0, help="fixes the split (default %(default)s)"),
         "seeds": Shared(3, help="runs per configuration (default %(default)s)"),

@@ -150,7 +150,6 @@ def seed_curves(runs, split):
 class ProgramEvaluationExperiment(Experiment):
     # Its --help description: the module docstring's first paragraph.
 
-    name = "program_evaluation"
     arguments = {
         "seed": 0,
         "seeds": Shared(3, help="runs per model (default %(default)s)"),

@@ -201,7 +201,6 @@ def title(run):
 class RecurrentArithmeticExperiment(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
-    name = "recurrent_arithmetic"
     arguments = {
         "seeds": Shared(None, help="seeds 0..N-1 (default 3)"),
         "steps": Shared(None, help="training steps (default 5,000)"),

@@ -43,7 +43,6 @@ class ServingBenchmark(Experiment):
     """Serving benchmark: exported SavedModels of the units against plain
     Keras ones."""
 
-    name = "serving_benchmark"
     record_path = "results/serving_benchmark.json"
 
     def add_arguments(self, parser):

@@ -139,7 +139,6 @@ def selected(rows):
 class StaticArithmeticExperiment(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
-    name = "static_arithmetic"
     arguments = {
         "seed": Shared(
             0, help="fixes the task and the random baseline; runs use seed+1, ..."

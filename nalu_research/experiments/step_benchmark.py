@@ -330,7 +330,6 @@ class StepBenchmark(Experiment):
     # run: the backends' worker processes, interleaved over the rounds
     # (`measure`); the record keeps each model's medians and rounds.
 
-    name = "step_benchmark"
     arguments = {"steps": 64}
     record_path = "results/step_benchmark.json"
 

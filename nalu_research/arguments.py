@@ -117,16 +117,19 @@ class _LearningRateDrop(argparse.Action):
 
 @dataclasses.dataclass(frozen=True)
 class Shared:
-    """An experiment's default of a shared argument, and what its help adds
-    (`help`, replacing the shared help when given)."""
+    """An experiment's default of a shared argument, what its help adds
+    (`help`, replacing the shared help when given) and, for a list such as
+    `--models`, the values it may hold (`choices`)."""
 
     default: Any = None
     help: str | None = None
+    choices: Any = None
 
 
 # Each shared argument: its flag's keyword arguments but the default, and a
 # help in which `%(default)s` is the experiment's default.
 SHARED: dict[str, dict[str, Any]] = {
+    "models": {"nargs": "+", "help": "the models trained (default %(default)s)"},
     "seed": {"type": non_negative_int, "help": "the seed (default %(default)s)"},
     "seeds": {
         "type": positive_int,
@@ -205,6 +208,8 @@ def add_shared(parser, arguments):
         options = dict(SHARED[name])
         if shared.help is not None:
             options["help"] = shared.help
+        if shared.choices is not None:
+            options["choices"] = shared.choices
         flag = "--" + name.replace("_", "-")
         parser.add_argument(flag, default=shared.default, **options)
 

@@ -100,6 +100,11 @@ class IdentityExtrapolationExperiment(Experiment):
     """Identity extrapolation (Trask et al. 2018, Section 1.1, Figure 1, Table 5)."""
 
     arguments = {
+        "models": Shared(
+            list(MODELS),
+            choices=list(MODELS),
+            help=f"which models to train (default: all of {', '.join(MODELS)})",
+        ),
         "seeds": Shared(3, help="models per architecture (seeds 1..N)"),
         "steps": 10_000,
         "batch_size": 128,
@@ -115,14 +120,6 @@ class IdentityExtrapolationExperiment(Experiment):
             default="amsgrad",
             choices=("amsgrad", "adam"),
             help="Adam with or without the AMSGrad correction (default: amsgrad)",
-        )
-        parser.add_argument(
-            "--models",
-            nargs="+",
-            default=list(MODELS),
-            choices=list(MODELS),
-            metavar="MODEL",
-            help=f"which models to train (default: all of {', '.join(MODELS)})",
         )
         parser.add_argument(
             "--quick",

@@ -103,6 +103,9 @@ class MnistCountingExperiment(Experiment):
     Table 2)."""
 
     arguments = {
+        "models": Shared(
+            list(models.RECURRENT_MODELS), choices=list(models.RECURRENT_MODELS)
+        ),
         "steps": 2000,
         "batch_size": 32,
         "learning_rate": Shared(
@@ -123,12 +126,6 @@ class MnistCountingExperiment(Experiment):
     def add_arguments(self, parser):
         parser.add_argument("--task", choices=mnist.SEQUENCE_TASKS, default="count")
         add_dataset_arguments(parser)
-        parser.add_argument(
-            "--models",
-            nargs="+",
-            choices=list(models.RECURRENT_MODELS),
-            default=list(models.RECURRENT_MODELS),
-        )
         parser.add_argument("--train-length", type=positive_int, default=10)
         parser.add_argument("--hidden", type=positive_int, default=32)
         add_encoder_arguments(parser)

@@ -43,7 +43,7 @@ import numpy as np
 
 from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, formulas, snap_weights
 from keras_nalu.losses import NormalizedMeanSquaredError
-from nalu_research.arguments import positive_int
+from nalu_research.arguments import Shared, positive_int
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import Evaluation, markdown_table
 from nalu_research.tasks import SYMBOLS
@@ -154,7 +154,17 @@ def test_errors(x, y, kinds):
 class MysteryArithmeticExperiment(Experiment):
     """The "mystery arithmetic" task of the reference PyTorch walk-through."""
 
-    arguments = {"seed": 0, "epochs": 250, "batch_size": 32, "learning_rate": 1e-3}
+    arguments = {
+        "models": Shared(
+            list(BLOG_MODELS),
+            choices=MODELS,
+            help="the models trained (default: the blog's, %(default)s)",
+        ),
+        "seed": 0,
+        "epochs": 250,
+        "batch_size": 32,
+        "learning_rate": 1e-3,
+    }
     record_path = "results/mystery_arithmetic.json"
     checkpoints = True
     run_unit = "model"
@@ -174,13 +184,6 @@ class MysteryArithmeticExperiment(Experiment):
             choices=LOSSES,
             help="the loss of every model (default: the normalized MSE for "
             "NAU-NMRU, the MSE for the others)",
-        )
-        parser.add_argument(
-            "--models",
-            nargs="+",
-            choices=MODELS,
-            default=list(BLOG_MODELS),
-            help="the models trained (default: the blog's, %(default)s)",
         )
 
     def check_arguments(self, args, parser):

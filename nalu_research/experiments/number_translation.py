@@ -472,6 +472,11 @@ class NumberTranslation(Experiment):
     # Its --help description: the module docstring's first paragraph.
 
     arguments = {
+        "models": Shared(
+            None,
+            choices=list(MODELS),
+            help="default: the LSTM and every unit the --readout has",
+        ),
         "seed": Shared(0, help="fixes the split (default %(default)s)"),
         "seeds": Shared(3, help="runs per configuration (default %(default)s)"),
         "steps": 5000,
@@ -500,12 +505,6 @@ class NumberTranslation(Experiment):
         )
         parser.add_argument(
             "--learning-rates", type=positive_float, nargs="+", default=[0.01, 0.001]
-        )
-        parser.add_argument(
-            "--models",
-            nargs="+",
-            choices=list(MODELS),
-            help="default: the LSTM and every unit the --readout has",
         )
         parser.add_argument("--loss", default="mae", choices=["mae", "mse"])
         parser.add_argument(

@@ -151,6 +151,7 @@ class ProgramEvaluationExperiment(Experiment):
     # Its --help description: the module docstring's first paragraph.
 
     arguments = {
+        "models": Shared(list(MODELS), choices=list(MODELS)),
         "seed": 0,
         "seeds": Shared(3, help="runs per model (default %(default)s)"),
         "steps": 6000,
@@ -170,9 +171,6 @@ class ProgramEvaluationExperiment(Experiment):
 
     def add_arguments(self, parser):
         parser.add_argument("--task", default="program", choices=TASKS)
-        parser.add_argument(
-            "--models", nargs="+", default=list(MODELS), choices=list(MODELS)
-        )
         parser.add_argument(
             "--size", type=positive_int, default=32, help="LSTM/UGRNN units"
         )

@@ -202,6 +202,11 @@ class RecurrentArithmeticExperiment(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
     arguments = {
+        "models": Shared(
+            [m for m in MODELS if m not in OPT_IN],
+            choices=list(MODELS),
+            help=f"default: all but {', '.join(OPT_IN)}",
+        ),
         "seeds": Shared(None, help="seeds 0..N-1 (default 3)"),
         "steps": Shared(None, help="training steps (default 5,000)"),
         "learning_rate": 1e-2,
@@ -213,13 +218,6 @@ class RecurrentArithmeticExperiment(Experiment):
 
     def add_arguments(self, parser):
         parser.add_argument("--operations", nargs="+", choices=list(OPERATIONS))
-        parser.add_argument(
-            "--models",
-            nargs="+",
-            choices=list(MODELS),
-            default=[m for m in MODELS if m not in OPT_IN],
-            help=f"default: all but {', '.join(OPT_IN)}",
-        )
         parser.add_argument(
             "--quick", action="store_true", help="a+b and a*b, 1 seed, 2,000 steps"
         )

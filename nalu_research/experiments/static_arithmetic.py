@@ -140,6 +140,11 @@ class StaticArithmeticExperiment(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
     arguments = {
+        "models": Shared(
+            list(MODEL_KEYS),
+            choices=list(MODEL_KEYS),
+            help="which models to train (default: both)",
+        ),
         "seed": Shared(
             0, help="fixes the task and the random baseline; runs use seed+1, ..."
         ),
@@ -157,13 +162,6 @@ class StaticArithmeticExperiment(Experiment):
         parser.add_argument("--operation", default="mul", choices=sorted(OPERATIONS))
         parser.add_argument(
             "--runs", type=positive_int, default=5, help="seeds per model"
-        )
-        parser.add_argument(
-            "--models",
-            nargs="+",
-            default=list(MODEL_KEYS),
-            choices=list(MODEL_KEYS),
-            help="which models to train (default: both)",
         )
 
     def prepare(self, args, session):

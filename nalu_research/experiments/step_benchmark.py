@@ -49,7 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nalu_research.arguments import positive_int
+from nalu_research.arguments import Shared, positive_int
 from nalu_research.backends import BACKENDS, INSTALL
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
@@ -330,7 +330,14 @@ class StepBenchmark(Experiment):
     # run: the backends' worker processes, interleaved over the rounds
     # (`measure`); the record keeps each model's medians and rounds.
 
-    arguments = {"steps": 64}
+    arguments = {
+        "models": Shared(
+            list(MODELS),
+            choices=list(MODELS),
+            help="the models timed (default: all of them)",
+        ),
+        "steps": 64,
+    }
     record_path = "results/step_benchmark.json"
 
     def add_arguments(self, parser):
@@ -341,13 +348,6 @@ class StepBenchmark(Experiment):
             choices=BACKENDS,
             default=installed,
             help="the backends measured (default: those installed, %(default)s)",
-        )
-        parser.add_argument(
-            "--models",
-            nargs="+",
-            choices=list(MODELS),
-            default=list(MODELS),
-            help="the models timed (default: all of them)",
         )
         parser.add_argument(
             "--rounds",

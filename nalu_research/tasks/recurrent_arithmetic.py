@@ -5,9 +5,11 @@ import math
 import numpy as np
 
 from keras_nalu import validation
-from nalu_research.tasks.static_arithmetic import FreshBatches, StaticArithmetic
-
-SPLITS = ("train", "interpolation", "extrapolation")
+from nalu_research.tasks.static_arithmetic import (
+    SPLITS,
+    FreshBatches,
+    StaticArithmetic,
+)
 
 # Table 1 of the paper (recurrent task), on its scale: (interpolation,
 # extrapolation); `math.inf` stands for the paper's ">999".

@@ -76,12 +76,6 @@ def output_folder(text):
     return path
 
 
-def output_file_name(text):
-    """`output_file`, as the text given (for arguments kept as strings)."""
-    output_file(text)
-    return text
-
-
 def output_folder_name(text):
     """`output_folder`, as the text given (for arguments kept as strings)."""
     output_folder(text)

@@ -1,4 +1,7 @@
-"""Tables of README.md, from the records of the experiment pages."""
+"""The summary tables (README.md's which-unit table, the home page's units
+and the experiments index's results), from the records of the experiment
+pages. Their links are written from the repository's root (`docs/...`);
+`root` rewrites them for a page elsewhere (`""` in docs/, `"../"` below it)."""
 
 import numpy as np
 
@@ -344,11 +347,17 @@ RESULTS = (
 )
 
 
-def results():
+def results(root="docs/"):
     """Every experiment of the paper: the paper's claim and what the
-    records beside its page measure."""
+    records beside its page measure (links from `root`)."""
     rows = [[name, paper, measured()] for name, paper, measured in RESULTS]
-    return "\n".join(markdown_table(["experiment", "paper", "measured here"], rows))
+    header = ["experiment", "paper", "measured here"]
+    return _linked("\n".join(markdown_table(header, rows)), root)
+
+
+def _linked(markdown, root):
+    """`markdown` with its links to `docs/...` made relative to `root`."""
+    return markdown.replace("](docs/", f"]({root}")
 
 
 def _share(path, model, op):
@@ -492,9 +501,10 @@ UNITS = (
 )
 
 
-def units():
+def units(root="docs/"):
     """Each unit of the package, its paper, and its success by the strict
-    criterion in the benchmarks' records."""
+    criterion in the benchmarks' records (links from `root`)."""
     measured = _units_measured()
     rows = [[layer, paper, measured.get(key, key)] for layer, paper, key in UNITS]
-    return "\n".join(markdown_table(["layer", "paper", "measured success"], rows))
+    header = ["layer", "paper", "measured success"]
+    return _linked("\n".join(markdown_table(header, rows)), root)

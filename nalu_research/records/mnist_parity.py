@@ -5,12 +5,13 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 
+from nalu_research import paper
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import record
 
 PAGE = "experiments/mnist-parity/"
 MERGED = PAGE + "mnist_parity_mnist_fresh_60_merged.json"
-PAPER_TABLE_4 = {"NAC": 93.1, "Wx+b": 88.1}  # test accuracy, %
+PAPER_TABLE_4 = paper.table("table_4")  # test accuracy, %
 LAST_EPOCHS = 10  # "mean of epochs 51-60"
 
 

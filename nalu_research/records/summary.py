@@ -220,14 +220,15 @@ def _parity():
     data = record(parity.MERGED)
     seeds = len(data["results"]["NAC"])
     cells = {}
-    for variant in ("NAC", "Wx+b"):
+    compared = ("NAC", "Wx+b")
+    for variant in compared:
         mean, low, high = parity.mean_interval(
             [r["test_accuracy"] for r in data["results"][variant]]
         )
         cells[variant] = f"{variant} {mean:.2f}% [{low:.2f}, {high:.2f}]"
     paper = parity.PAPER_TABLE_4
     beat = all(
-        r["test_accuracy"] >= paper[v] for v in paper for r in data["results"][v]
+        r["test_accuracy"] >= paper[v] for v in compared for r in data["results"][v]
     )
     mean, low, high = parity.mean_interval(parity.lead())
     met = ": both meet or beat the paper's on every seed" if beat else ""

@@ -49,6 +49,7 @@ import keras
 import numpy as np
 
 from keras_nalu import validation
+from nalu_research import paper
 
 DATASETS = ("mnist", "mnist5k", "digits")
 # What the experiments call each dataset in their output.
@@ -78,36 +79,11 @@ EVEN_DIGITS = (0, 2, 4, 6, 8)
 # Table 2 of the paper: per model (`nalu_research.models.mnist.
 # RECURRENT_MODELS`), (accuracy at length 1 in %, mean absolute error at
 # lengths 10, 100, 1000), for "count" and "sum".
-PAPER_TABLE_2 = {
-    "count": {
-        "lstm": (98.29, 0.79, 18.2, 198.5),
-        "gru": (99.02, 0.73, 18.0, 198.3),
-        "rnn_tanh": (38.91, 1.49, 18.4, 198.7),
-        "rnn_relu": (9.80, 0.66, 39.8, 1.4e10),
-        "nac": (99.23, 0.12, 0.76, 3.32),
-        "nalu": (97.6, 0.17, 0.93, 4.18),
-    },
-    "sum": {
-        "lstm": (0.0, 14.8, 800.8, 8811.6),
-        "gru": (0.0, 1.75, 771.4, 8775.2),
-        "rnn_tanh": (0.0, 2.98, 20.4, 200.7),
-        "rnn_relu": (88.18, 19.1, 182.1, 1171.0),
-        "nac": (97.6, 1.42, 7.88, 57.3),
-        "nalu": (77.7, 5.11, 26.8, 248.9),
-    },
-}
+PAPER_TABLE_2 = paper.table("table_2")
 
 # Table 4 of the paper: test accuracy (%) on MNIST parity, per last layer
 # (`nalu_research.models.mnist.ABLATION_VARIANTS` builds each).
-PAPER_TABLE_4 = {
-    "Wx+b": 88.1,
-    "sigmoid(W)x+b": 60.0,
-    "tanh(W)x+b": 87.6,
-    "Wx+0": 91.4,
-    "sigmoid(W)x+0": 62.5,
-    "tanh(W)x+0": 88.7,
-    "NAC": 93.1,
-}
+PAPER_TABLE_4 = paper.table("table_4")
 PAPER_SEGUI_ACCURACY = 85.1  # Seguí et al.'s own affine model, as Table 4 quotes it
 
 

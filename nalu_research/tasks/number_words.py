@@ -17,6 +17,7 @@ hyphens, as in the paper's Figure 3 ("three hundred and thirty four",
 import numpy as np
 
 from keras_nalu import validation
+from nalu_research import paper
 
 ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve "
@@ -26,23 +27,11 @@ TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 VOCABULARY = tuple(ONES + TENS + ["hundred", "and"])
 
 # Table 3 and Table 11 of the paper: (train, validation, test) MAE.
-PAPER_TABLE_3 = {
-    "LSTM": (0.003, 29.9, 29.4),
-    "LSTM + NAC": (80.0, 114.1, 114.3),
-    "LSTM + NALU": (0.12, 0.39, 0.41),
-}
-PAPER_TABLE_11 = {
-    "LSTM w/ final state": (0.0085, 32.1, 32.2),
-    "LSTM w/ summed states": (0.003, 29.9, 29.4),
-}
+PAPER_TABLE_3 = paper.table("table_3")
+PAPER_TABLE_11 = paper.table("table_11")
 
 # Figure 3 of the paper: the queries and the NALU's prediction after each token.
-PAPER_FIGURE_3 = {
-    "three hundred and thirty four": (3.05, 299.9, 301.3, 330.1, 334.0),
-    "seven hundred and two": (6.98, 699.9, 701.3, 702.2),
-    "eighty eight": (79.6, 88.0),
-    "twenty seven and eighty": (18.2, 27.0, 29.1, 106.1),
-}
+PAPER_FIGURE_3 = paper.table("figure_3")
 
 SPLIT_SIZES = {"train": 169, "validation": 200, "test": 631}
 LARGEST = 999

@@ -1,10 +1,9 @@
 """The recurrent arithmetic task of Trask et al. (2018), Section 4.1, Appendix B."""
 
-import math
-
 import numpy as np
 
 from keras_nalu import validation
+from nalu_research import paper
 from nalu_research.tasks.static_arithmetic import (
     SPLITS,
     FreshBatches,
@@ -12,25 +11,8 @@ from nalu_research.tasks.static_arithmetic import (
 )
 
 # Table 1 of the paper (recurrent task), on its scale: (interpolation,
-# extrapolation); `math.inf` stands for the paper's ">999".
-PAPER_TABLE_1_RECURRENT = {
-    "lstm": {
-        "add": (0.0, 96.1), "sub": (0.0, 97.0), "mul": (0.0, 98.2),
-        "div": (0.0, 95.6), "square": (0.0, 98.0), "sqrt": (0.0, 95.8),
-    },
-    "rnn_relu": {
-        "add": (0.0, 85.5), "sub": (0.0, 70.9), "mul": (0.0, 97.9),
-        "div": (0.0, 863.5), "square": (0.0, 98.0), "sqrt": (0.0, 34.1),
-    },
-    "nac": {
-        "add": (0.0, 0.0), "sub": (0.0, 0.0), "mul": (1.5, 88.4),
-        "div": (1.2, math.inf), "square": (2.3, 123.7), "sqrt": (2.1, math.inf),
-    },
-    "nalu": {
-        "add": (0.0, 0.0), "sub": (0.0, 0.0), "mul": (0.0, 0.0),
-        "div": (0.0, math.inf), "square": (0.0, 0.0), "sqrt": (0.0, 0.0),
-    },
-}  # fmt: skip
+# extrapolation); `inf` stands for the paper's ">999".
+PAPER_TABLE_1_RECURRENT = paper.table("table_1_recurrent")
 
 
 class RecurrentArithmetic:

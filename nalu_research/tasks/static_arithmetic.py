@@ -16,6 +16,7 @@ from sympy.parsing.sympy_parser import (
 from sympy.printing.lambdarepr import LambdaPrinter
 
 from keras_nalu import validation
+from nalu_research import paper
 
 # The paper's operations, each a target of the one mechanism (`Target`): an
 # expression of the sums `a` and `b`.
@@ -213,24 +214,7 @@ SPLITS = ("train", "interpolation", "extrapolation")
 
 # Table 1 of the paper (static task), on its scale: (interpolation,
 # extrapolation) per model ("relu6", "linear" for its "None", "nac", "nalu").
-PAPER_TABLE_1 = {
-    "relu6": {
-        "add": (0.2, 42.6), "sub": (0.0, 29.0), "mul": (3.2, 10.1),
-        "div": (4.2, 37.2), "square": (0.7, 47.0), "sqrt": (0.5, 10.3),
-    },
-    "linear": {
-        "add": (0.0, 0.0), "sub": (0.0, 0.0), "mul": (20.9, 29.5),
-        "div": (35.0, 52.3), "square": (4.3, 25.1), "sqrt": (2.2, 20.0),
-    },
-    "nac": {
-        "add": (0.0, 0.0), "sub": (0.0, 0.0), "mul": (21.4, 33.3),
-        "div": (37.1, 61.3), "square": (22.4, 53.3), "sqrt": (3.6, 16.4),
-    },
-    "nalu": {
-        "add": (0.0, 0.0), "sub": (0.0, 0.0), "mul": (0.0, 0.0),
-        "div": (5.3, 0.7), "square": (0.0, 0.0), "sqrt": (0.0, 0.0),
-    },
-}  # fmt: skip
+PAPER_TABLE_1 = paper.table("table_1_static")
 
 
 # Madsen & Johansen's published per-seed results on this task (100 seeds, 5M

@@ -266,9 +266,16 @@ class _Backend(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-# The options of `add_training_arguments` that change no run's results: left
+# The options that change no run's results (`add_training_arguments`, and
+# `--keep-diverged`): left
 # out of the `config` a checkpoint resumes under.
-RUN_OPTIONS = ("strategy", "checkpoint_dir", "keep_checkpoint", "tensorboard")
+RUN_OPTIONS = (
+    "strategy",
+    "checkpoint_dir",
+    "keep_checkpoint",
+    "tensorboard",
+    "keep_diverged",
+)
 
 
 def add_training_arguments(

@@ -53,6 +53,7 @@ import argparse
 import dataclasses
 import datetime
 import importlib.metadata
+import math
 import platform
 import subprocess
 import sys
@@ -61,6 +62,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import keras
+import numpy as np
 
 from keras_nalu.training import Progress, fit
 from nalu_research import arguments as shared
@@ -254,6 +256,15 @@ class Experiment:
                 shown_default=self.record_path or "none: no record",
                 plot=self.plots(),
             )
+        if self.record_path is not None or self.export_path is not None:
+            parser.add_argument(
+                "--keep-diverged",
+                action="store_true",
+                help="a run whose figures hold NaN still writes its record in "
+                "place and exports (a diverged model can be the finding, e.g. "
+                "the paper's NALU on MNIST sums); without it such a run writes "
+                "NAME.diverged.json, exports nothing and exits with status 1",
+            )
         if self.export_path is not None:
             parser.add_argument(
                 "--export-dir",
@@ -278,6 +289,7 @@ class Experiment:
         """The checked arguments of `argv` (default `sys.argv[1:]`)."""
         parser = self.parser()
         args = parser.parse_args(argv)
+        args.keep_diverged = getattr(args, "keep_diverged", False)
         self.check_arguments(args, parser)
         if self.record_path and args.json is None:  # a default naming arguments
             args.json = Path(self.record_path.format(**vars(args)))
@@ -308,21 +320,36 @@ class Experiment:
                 )
         self.report(args, rows)
         seconds = time.perf_counter() - started
+        diverged = [] if args.keep_diverged else nan_places(rows)
+        if diverged:
+            print(
+                f"{self.name}: the run diverged: NaN in "
+                f"{', '.join(diverged[:5])}{', ...' if len(diverged) > 5 else ''}"
+                " (--keep-diverged: write the record in place all the same)",
+                file=sys.stderr,
+            )
         if session.chief:
-            self.write(args, rows, seconds)
-        if session.checkpoints is not None:
+            self.write(args, rows, seconds, diverged=bool(diverged))
+        if session.checkpoints is not None and not diverged:
             session.checkpoints.remove()  # done: no longer needed
         self.finish(args, rows)
-        return 0
+        return 1 if diverged else 0
 
-    def write(self, args, rows, seconds):
-        """The chief's files: the record and plot, then the exports."""
+    def write(self, args, rows, seconds, diverged=False):
+        """The chief's files: the record and plot, then the exports.
+
+        A run that `diverged` exports nothing and writes its record beside
+        the record path (`NAME.diverged.json`), never over an earlier one.
+        """
         served = None
         exports = (
             self.exports(args, rows)
-            if self.export_path is not None and not args.no_export
+            if self.export_path is not None and not args.no_export and not diverged
             else []
         )
+        if diverged and getattr(args, "json", None) is not None:
+            args.json = args.json.with_name(f"{args.json.stem}.diverged.json")
+            args.png = None
         if exports and can_export(f"the {self.name} models"):
             served = self.served(args, export_and_serve(exports, args.export_dir))
         if getattr(args, "json", None) is None:
@@ -331,13 +358,42 @@ class Experiment:
         if served is not None:
             fields.setdefault("served", served)
         save_json(record_of(self, args, rows, seconds, fields), args.json)
-        if self.plots():
+        if self.plots() and args.png is not None:
             figure = self.plot(args, rows, pyplot())
             if figure is not None:
                 save_png(figure, args.png)
                 print(f"Wrote {args.png} and {args.json}.")
                 return
         print(f"Wrote {args.json}.")
+
+
+def nan_places(rows, limit=20):
+    """Where `rows` hold NaN, as `run 3: extrapolation_mse` (at most
+    `limit`): a diverged run's figures."""
+    places = []
+
+    def visit(value, where):
+        if len(places) >= limit:
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(item, f"{where}.{key}" if where else str(key))
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item, where)
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+            if np.isnan(value).any():
+                places.append(where)
+        elif isinstance(value, (float, np.floating)) and math.isnan(value):
+            places.append(where)
+
+    for index, row in enumerate(rows, 1):
+        found = len(places)
+        visit(row, "")
+        places[found:] = [
+            f"run {index}: {p}" if p else f"run {index}" for p in places[found:]
+        ]
+    return places
 
 
 def record_of(experiment, args, rows, seconds, fields=None):

@@ -13,8 +13,8 @@ import io
 import json
 import math
 import numbers
-import os
 import sys
+import tempfile
 from pathlib import Path
 
 import keras
@@ -82,9 +82,25 @@ def output_folder_name(text):
     return text
 
 
+def input_file(text):
+    """argparse type: the path of an existing file to read (e.g. an earlier
+    run's `--json`), checked before any work."""
+    path = Path(text)
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "no such file"
+        raise argparse.ArgumentTypeError(
+            f"expected a file to read, got {text!r} ({what})"
+        )
+    return path
+
+
 def _check_writable(path, text):
     """Raises `argparse.ArgumentTypeError` unless `path` can be created: its
-    nearest existing ancestor is a folder this process may write in."""
+    nearest existing ancestor is a folder in which a file can be created.
+
+    Tried, not asked: `os.access` says yes to everything for root, also in
+    `/proc`; creating (and deleting) a file there is the only true answer.
+    """
     ancestor = path.absolute()
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -92,10 +108,15 @@ def _check_writable(path, text):
         raise argparse.ArgumentTypeError(
             f"cannot write {text!r}: {str(ancestor)!r} is a file, not a folder"
         )
-    if not os.access(ancestor, os.W_OK):
+    folder = ancestor if ancestor.is_dir() else ancestor.parent
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as error:
         raise argparse.ArgumentTypeError(
-            f"cannot write {text!r}: no permission to write in {str(ancestor)!r}"
-        )
+            f"cannot write {text!r}: creating a file in {str(folder)!r} fails "
+            f"({error.strerror or error})"
+        ) from None
 
 
 def save_json(data, path):
@@ -202,6 +223,7 @@ def _log_dir(text):
         raise argparse.ArgumentTypeError(
             f"expected a folder for the TensorBoard logs, got the file {text!r}"
         )
+    _check_writable(path, text)
     if importlib.util.find_spec("tensorboard") is None:
         raise argparse.ArgumentTypeError(
             f"writing TensorBoard logs needs the tensorboard package, which is "

@@ -2,10 +2,12 @@
 it, the shared arguments declared once and checked, the record a run writes,
 export-and-serve written once."""
 
+import argparse
 import ast
 import importlib
 import inspect
 import json
+import math
 import pkgutil
 from pathlib import Path
 
@@ -87,6 +89,80 @@ def test_shared_arguments_are_refused_by_every_experiment(
         assert f"argument {flag}: expected" in capsys.readouterr().err
 
 
+# The argparse types whose values are checked at parse time: every numeric or
+# path flag of an experiment takes one of them (or is a choice).
+UNCHECKED_TYPES = {int, float, str, Path}
+
+
+def typed_options(cls):
+    """(flag, type name, nargs) of each option of `cls`'s parser that takes
+    values."""
+    return [
+        (
+            action.option_strings[-1],
+            getattr(action.type, "__name__", None),
+            action.nargs,
+        )
+        for action in cls().parser()._actions
+        if action.option_strings and action.nargs != 0 and action.choices is None
+    ]
+
+
+@pytest.mark.research
+@pytest.mark.parametrize("name", NAMES)
+def test_every_flag_is_checked_at_parse_time(name, tmp_path, capsys):
+    """NaN, negative and unwritable values of every flag of those kinds are
+    refused by the parser, before any work: numbers by the shared types,
+    output paths by trying to create a file where they go (`os.access` says
+    yes to root everywhere, also in /proc)."""
+    cls = experiment_class(name)
+    parser = cls().parser()
+    unchecked = [
+        a.option_strings[-1]
+        for a in parser._actions
+        if a.option_strings and a.type in UNCHECKED_TYPES and a.choices is None
+    ]
+    assert not unchecked, f"{name}: {unchecked} take unchecked values"
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    refused = {
+        "positive_float": ["nan", "-1", "inf"],
+        "non_negative_float": ["nan", "-1"],
+        "positive_int": ["-1", "0", "nan"],
+        "non_negative_int": ["-1", "nan"],
+        "output_file": ["/proc/nalu-nowhere/x.json", f"{a_file}/x.json"],
+        "output_folder": ["/proc/nalu-nowhere", f"{a_file}/x"],
+        "output_folder_name": ["/proc/nalu-nowhere", f"{a_file}/x"],
+        "_log_dir": ["/proc/nalu-nowhere", f"{a_file}/x"],
+        "input_file": [str(tmp_path / "missing.json"), str(tmp_path)],
+    }
+    tried = 0
+    for flag, kind, nargs in typed_options(cls):
+        count = nargs if isinstance(nargs, int) else 1
+        for value in refused.get(kind, []):
+            with pytest.raises(SystemExit) as exit_info:
+                cls().parse_args([flag, *[value] * count])
+            assert exit_info.value.code == 2, (flag, value)
+            assert f"argument {flag}:" in capsys.readouterr().err, (flag, value)
+            tried += 1
+    assert tried, f"{name}: no flag tried"
+
+
+def test_an_unwritable_place_is_found_by_trying(tmp_path):
+    from nalu_research.monitoring import output_file, output_folder
+
+    with pytest.raises(argparse.ArgumentTypeError, match="creating a file in '/proc'"):
+        output_file("/proc/nalu-nowhere/record.json")
+    with pytest.raises(argparse.ArgumentTypeError, match="is a file, not a folder"):
+        (tmp_path / "f").write_text("")
+        output_folder(str(tmp_path / "f" / "sub"))
+    assert (
+        output_folder(str(tmp_path / "new" / "deeper")) == tmp_path / "new" / "deeper"
+    )
+    assert not (tmp_path / "new").exists()  # checked, nothing left behind
+    assert not list(tmp_path.glob(".write-check-*"))
+
+
 def test_an_unknown_shared_argument_is_an_error():
     class Typo(Experiment):
         name = "demo"
@@ -156,3 +232,40 @@ def test_export_and_serve_serves_from_a_process_without_keras(tmp_path):
     assert served["dense"]["path"] == str(tmp_path / "dense")
     want = keras.ops.convert_to_numpy(model(x))[:, 0]
     np.testing.assert_allclose(np.ravel(served["dense"]["served"]), want, rtol=1e-6)
+
+
+class Diverging(Toy):
+    """A toy whose second run's figure is NaN."""
+
+    name = "demo"
+
+    def train(self, args, run, session):
+        return {"seed": run[1], "value": math.nan if run[1] == 1 else 1.0}
+
+
+def test_nan_places_names_the_runs_and_fields():
+    from nalu_research.experiment import nan_places
+
+    rows = [
+        {"a": 1.0, "b": [1.0, 2.0]},
+        {"a": np.float32("nan"), "c": {"d": np.array([1.0, np.nan])}},
+    ]
+    assert nan_places(rows) == ["run 2: a", "run 2: c.d"]
+    assert nan_places([{"a": math.inf, "b": None, "c": "nan"}]) == []
+
+
+def test_a_diverged_run_overwrites_no_record_and_exits_non_zero(tmp_path, capsys):
+    path = tmp_path / "toy.json"
+    path.write_text('{"earlier": true}')
+    assert Diverging().main(["--seeds", "2", "--json", str(path)]) == 1
+    assert "the run diverged: NaN in run 2: value" in capsys.readouterr().err
+    assert json.loads(path.read_text()) == {"earlier": True}  # untouched
+    evidence = json.loads(
+        (tmp_path / "toy.diverged.json").read_text(), parse_constant=str
+    )
+    assert evidence["runs"][1]["value"] == "NaN"
+    # A divergence that is the finding: written in place, status 0.
+    assert (
+        Diverging().main(["--seeds", "2", "--json", str(path), "--keep-diverged"]) == 0
+    )
+    assert "runs" in json.loads(path.read_text(), parse_constant=str)

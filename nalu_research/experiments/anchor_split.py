@@ -25,7 +25,7 @@ import math
 import keras
 
 from keras_nalu.training import Progress
-from nalu_research.arguments import Shared, positive_float
+from nalu_research.arguments import Shared, non_negative_int, positive_float
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
 from nalu_research.seed_batched import (
@@ -92,8 +92,12 @@ class AnchorSplit(Experiment):
     run_unit = "program"
 
     def add_arguments(self, parser):
-        parser.add_argument("--stuck", type=int, nargs="+", default=list(STUCK))
-        parser.add_argument("--solved", type=int, nargs="+", default=list(SOLVED))
+        parser.add_argument(
+            "--stuck", type=non_negative_int, nargs="+", default=list(STUCK)
+        )
+        parser.add_argument(
+            "--solved", type=non_negative_int, nargs="+", default=list(SOLVED)
+        )
         parser.add_argument(
             "--target",
             type=positive_float,

@@ -55,7 +55,7 @@ from nalu_research.arguments import (
     positive_float,
 )
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import markdown_table, pyplot, save_png
+from nalu_research.monitoring import input_file, markdown_table, pyplot, save_png
 from nalu_research.records.static_arithmetic import rate, solved_at_cell, solved_by
 from nalu_research.runs import gather_json, worker_index
 from nalu_research.seed_batched import (
@@ -502,6 +502,7 @@ class ArithmeticBenchmark(Experiment):
         )
         parser.add_argument(
             "--from-json",
+            type=input_file,
             nargs="+",
             help="print the tables and plot of saved runs instead of training "
             "(several files are merged: e.g. one per model)",

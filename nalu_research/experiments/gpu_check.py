@@ -48,8 +48,9 @@ import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+from nalu_research.arguments import positive_float
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import markdown_table
+from nalu_research.monitoring import input_file, markdown_table, output_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -123,32 +124,32 @@ class GpuCheck(Experiment):
         )
         parser.add_argument(
             "--output",
-            type=Path,
+            type=output_folder,
             default=None,
             help="folder of gpu.md and gpu/gpu.json (default docs/, or "
             "results/gpu_check/ for a dry run)",
         )
         parser.add_argument(
             "--phase-seconds",
-            type=float,
+            type=positive_float,
             default=150.0,
             help="time limit of each README and demo worker (default %(default)s)",
         )
         parser.add_argument(
             "--tests-seconds",
-            type=float,
+            type=positive_float,
             default=240.0,
             help="time limit of each backend's tests (default %(default)s)",
         )
         parser.add_argument(
             "--anchor-seconds",
-            type=float,
+            type=positive_float,
             default=120.0,
             help="training time of the anchor run (default %(default)s)",
         )
         parser.add_argument(
             "--from-json",
-            type=Path,
+            type=input_file,
             default=None,
             help="write gpu.md again from this gpu.json, running nothing",
         )

@@ -53,10 +53,15 @@ from keras import ops
 
 from keras_nalu import validation
 from keras_nalu.training import Progress
-from nalu_research.arguments import Shared, non_negative_float, positive_int
+from nalu_research.arguments import (
+    Shared,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+)
 from nalu_research.experiment import Experiment
 from nalu_research.layers import ImageSequenceEncoder, InstructedLSTMCell
-from nalu_research.monitoring import markdown_table, pyplot, save_png
+from nalu_research.monitoring import input_file, markdown_table, pyplot, save_png
 from nalu_research.serving import Export
 from nalu_research.tasks import grid_world
 from nalu_research.tasks.batches import one_batch
@@ -401,7 +406,7 @@ class GridWorld(Experiment):
         parser.add_argument(
             "--eval-instructions",
             nargs=2,
-            type=int,
+            type=non_negative_int,
             default=[1, 25],
             metavar=("LOW", "HIGH"),
             help="the T evaluated, LOW..HIGH (default 1 25, Figure 5's range)",
@@ -416,7 +421,7 @@ class GridWorld(Experiment):
         )
         parser.add_argument(
             "--beside",
-            type=Path,
+            type=input_file,
             metavar="JSON",
             help="an earlier run's results (its --json): its runs of the agents "
             "not trained now are shown beside these in the table, the plot and "

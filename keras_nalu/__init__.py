@@ -32,8 +32,8 @@ def _refuse_the_namesake():
         "package), is installed in this environment and ships the same import "
         "package, keras_nalu: installing or removing it overwrites or deletes "
         "this package's files. Remove both, then install this one again: "
-        "pip uninstall -y keras-nalu keras-neural-arithmetic && "
-        "pip install keras-neural-arithmetic"
+        "pip uninstall -y keras-nalu keras-neural-arithmetic, then "
+        "pip install . in a checkout of keras-neural-arithmetic (or its wheel)"
     )
 
 

@@ -1,5 +1,7 @@
 """Export a Keras model as a TensorFlow SavedModel, verified before it lands."""
 
+import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -157,15 +159,8 @@ def export_saved_model(
         # A short staging name: the export's own name must fit beside it.
         staging = Path(tempfile.mkdtemp(prefix=".export-partial-", dir=target.parent))
         exported = staging / target.name
-        if backend == "jax":
-            model.export(
-                str(exported),
-                format="tf_saved_model",
-                verbose=False,
-                jax2tf_kwargs={"with_gradient": False},
-            )
-        else:
-            _export_checked(model, exported, jit_compile)
+        with _tensorflow_info_off():
+            _write(model, exported, backend, jit_compile)
         _verify(exported, samples, expected, rtol, atol)
         _move_into_place(exported, target, staging / "previous")
         moved = True
@@ -177,6 +172,33 @@ def export_saved_model(
                 if folder.is_dir() and not any(folder.iterdir()):
                     folder.rmdir()
     return target
+
+
+def _write(model, exported, backend, jit_compile):
+    """Writes the SavedModel of `model` at `exported` on `backend`."""
+    if backend == "jax":
+        model.export(
+            str(exported),
+            format="tf_saved_model",
+            verbose=False,
+            jax2tf_kwargs={"with_gradient": False},
+        )
+    else:
+        _export_checked(model, exported, jit_compile)
+
+
+@contextlib.contextmanager
+def _tensorflow_info_off():
+    """TensorFlow's Python log from WARNING on while it writes: its INFO line
+    "Assets written to: .../.export-partial-..." names the staging folder,
+    not where the export lands."""
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _export_checked(model, folder, jit_compile):

@@ -41,6 +41,7 @@ which verifies the exact weights on data before returning them.
 """
 
 import functools
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,7 +50,7 @@ import numpy as np
 
 from keras_nalu import validation
 from keras_nalu._types import ArrayLike
-from keras_nalu.layers.arithmetic_unit import ArithmeticUnit
+from keras_nalu.layers.arithmetic_unit import ArithmeticUnit, unstarted_penalties
 
 LAYERS = (ArithmeticUnit, keras.layers.Dense)
 MERGES = (
@@ -100,6 +101,21 @@ def expressions(
         ValueError: For an unsupported layer or operation, or invalid
             arguments.
     """
+    _warn_unstarted(model)
+    return _read(model, input_names, x, positive, atol, digits)
+
+
+def _warn_unstarted(model):
+    """Warns, at the caller's caller (the user's line), for each unit that
+    trained only before its penalty's start (`unstarted_penalties`)."""
+    if not isinstance(model, keras.Model):
+        return  # `_read` says what is wrong with it
+    for sentence in unstarted_penalties(model):
+        warnings.warn(sentence, UserWarning, stacklevel=3)
+
+
+def _read(model, input_names, x, positive, atol, digits):
+    """`expressions`, without the warnings."""
     import sympy  # on use: `import keras_nalu` stays as fast as it was
 
     _check_model(model)
@@ -159,9 +175,8 @@ def formulas(
     >>> formulas(model, ["a", "b", "c"])
     ['y0 = -c*(a + b)']
     """
-    found = expressions(
-        model, input_names, x=x, positive=positive, atol=atol, digits=digits
-    )
+    _warn_unstarted(model)
+    found = _read(model, input_names, x, positive, atol, digits)
     names = _names("output_names", output_names, len(found), "y")
     return [
         f"{name} = {expression}" for name, expression in zip(names, found, strict=True)

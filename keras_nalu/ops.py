@@ -245,6 +245,18 @@ def reciprocal(x: ArrayLike, epsilon: float = DEFAULT_EPSILON) -> Tensor:
     return sign / ops.maximum(ops.abs(x), ops.cast(epsilon, x.dtype))
 
 
+def _finite(x):
+    """`x` with `+-inf` replaced by the largest finite number of its dtype
+    (finite values, NaN and integers unchanged)."""
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    if "float" not in dtype:
+        return x
+    import ml_dtypes  # a dependency of Keras 3; its `finfo` knows bfloat16
+
+    largest = ops.full_like(x, float(ml_dtypes.finfo(dtype).max))
+    return ops.where(ops.isinf(x), ops.where(x > 0, largest, -largest), x)
+
+
 def nmru(
     x: ArrayLike,
     w: ArrayLike,
@@ -263,8 +275,16 @@ def nmru(
     in between, a factor of a negative input no longer crosses 0 on its way
     from 0 to 1 (at `W = 1 / (1 - z)`), which stalls training on negative
     inputs.
+
+    An infinite `x_i` appears twice in `z`: as itself, taken as the largest
+    finite number of the dtype (`+-3.4e38` in float32), and as `1 / x_i = 0`.
+    Dividing by it reads `1 / x_i` and leaves `x_i` out (`W = 0`), which
+    would be `0 * inf`, NaN: so `3 / inf` is 0, not NaN. Finite inputs are
+    unchanged; a product past the dtype's range is `inf`, as for finite
+    inputs.
     """
-    z = ops.concatenate([x, reciprocal(x, epsilon)], axis=-1)
+    x = ops.convert_to_tensor(x)
+    z = ops.concatenate([_finite(x), reciprocal(x, epsilon)], axis=-1)
     if not sign_retrieval:
         return nmu(z, w)
     w = clip_weight(w, 0.0, 1.0)

@@ -53,6 +53,7 @@ pass held-out data, not the test set you report on.
 """
 
 import functools
+import warnings
 from typing import Any
 
 import keras
@@ -64,6 +65,7 @@ from keras_nalu.layers.arithmetic_unit import (  # noqa: F401 (documented here)
     GATE_SCALE,
     SATURATION,
     ArithmeticUnit,
+    unstarted_penalties,
 )
 
 # A snapped model may be worse than the original by float32 rounding only.
@@ -90,14 +92,19 @@ def snap_weights(
     values listed in `keras_nalu.snapping`. It is returned only if on every data set its
     relative error `mean |y_hat - y| / mean |y|` is at most `rtol` and no
     worse than the original model's (beyond float32 rounding, `NOISE`);
-    `model` itself is never changed.
+    `model` itself is never changed. For a model of several outputs, a
+    set's error is the largest of its outputs' relative errors (each
+    relative to its own `mean |y|`).
 
     Args:
-        model: A built `keras.Model` of one output (one input or several).
+        model: A built `keras.Model`, of one input or several and one output
+            or several.
         data: `{name: (x, y)}`, the sets to verify the snapped model on, e.g.
             `{"held-out": (x1, y1), "extrapolation": (x2, y2)}`, or one
             `(x, y)` pair; `x` as `model.predict` takes it (a list of
-            arrays for a model of several inputs).
+            arrays for a model of several inputs) and `y` as `model.fit`
+            does (a list of arrays, one per output in the order of
+            `model.outputs`, for a model of several outputs).
         rtol: Positive float, the largest relative error allowed
             (keyword-only).
         search: Boolean, whether a model that does not fit `data` once
@@ -144,6 +151,8 @@ def snap_weights(
     rtol = validation.positive_float("rtol", rtol)
     search = validation.boolean("search", search)
     checked = _checked_data(model, data)
+    for sentence in unstarted_penalties(model):
+        warnings.warn(sentence, UserWarning, stacklevel=2)
     # Rebuilt from its configuration, uncompiled: `clone_model` would also
     # compile the copy from `model`'s compile configuration, which fails for a
     # loss Keras cannot deserialize (a plain function), and the copy is never
@@ -202,8 +211,9 @@ def _has_graph(model):
 
 def _checked_data(model, data):
     """`data` as `{name: (x, y)}`, `y` a float64 array of the model's output
-    shape; raises a `ValueError` naming the set, what is wrong and what was
-    expected (before any work)."""
+    shape (a list of them, one per output, for several); raises a
+    `ValueError` naming the set, what is wrong and what was expected (before
+    any work)."""
     if isinstance(data, tuple):
         data = {"data": data}
     if not isinstance(data, dict) or not data:
@@ -212,8 +222,7 @@ def _checked_data(model, data):
             f"one (x, y) pair. Received: data of type {type(data).__name__}"
             + (" (empty)" if isinstance(data, dict) else "")
         )
-    inputs = model.inputs
-    units = model.outputs[0].shape[-1] if len(model.outputs) == 1 else None
+    inputs, outputs = model.inputs, model.outputs
     checked = {}
     for name, pair in data.items():
         where = "data" if list(data) == ["data"] else f"data[{name!r}]"
@@ -247,26 +256,47 @@ def _checked_data(model, data):
                 raise invalid(f"x of shape ({expected}), numbers", _described(array))
             arrays.append(array)
         count = arrays[0].shape[0]
-        y = np.asarray(y)
-        if y.dtype.kind not in "biuf" or y.ndim == 0 or y.shape[0] != count:
-            raise invalid(f"y of {count} rows, one per example of x", _described(y))
-        if units is not None and y.size != count * units:
+        if len(outputs) > 1 and (
+            not isinstance(y, (tuple, list)) or len(y) != len(outputs)
+        ):
             raise invalid(
-                f"y of shape ({count}, {units}), the model's output", _described(y)
+                f"y as a list of {len(outputs)} arrays, one per output of the model",
+                _described(y),
             )
+        ys = [np.asarray(part) for part in y] if len(outputs) > 1 else [np.asarray(y)]
+        for k, (part, tensor) in enumerate(zip(ys, outputs, strict=True)):
+            which = "y" if len(outputs) == 1 else f"y[{k}]"
+            units = tensor.shape[-1]
+            if (
+                part.dtype.kind not in "biuf"
+                or part.ndim == 0
+                or part.shape[0] != count
+            ):
+                raise invalid(
+                    f"{which} of {count} rows, one per example of x", _described(part)
+                )
+            if units is not None and part.size != count * units:
+                output = "the model's output" + ("" if len(outputs) == 1 else f" {k}")
+                raise invalid(
+                    f"{which} of shape ({count}, {units}), {output}", _described(part)
+                )
         if count == 0 or any(a.shape[0] != count for a in arrays):
             raise invalid(
                 "at least one example, as many in every x array",
                 ", ".join(_described(a) for a in arrays),
             )
-        for part, values in (("x", arrays), ("y", [y])):
+        for part, values in (("x", arrays), ("y", ys)):
             if not all(np.all(np.isfinite(a)) for a in values):
                 raise invalid("finite numbers in x and y", f"NaN or inf in {part}")
-        if not np.any(y):
-            raise invalid(
-                "y not all zeros (errors are relative to the mean |y|)", "all zeros"
-            )
-        checked[name] = (arrays if several else arrays[0], y.astype(np.float64))
+        for k, part in enumerate(ys):
+            if not np.any(part):
+                which = "y" if len(ys) == 1 else f"y[{k}]"
+                raise invalid(
+                    f"{which} not all zeros (errors are relative to the mean |y|)",
+                    "all zeros",
+                )
+        ys = [part.astype(np.float64) for part in ys]
+        checked[name] = (arrays if several else arrays[0], ys if len(ys) > 1 else ys[0])
     return checked
 
 
@@ -439,8 +469,16 @@ def _numpy(variable):
 
 
 def _error(model, x, y):
-    y_hat = keras.ops.convert_to_numpy(model(x, training=False)).astype(np.float64)
-    y = np.asarray(y, dtype=np.float64).reshape(y_hat.shape)
-    if not np.all(np.isfinite(y_hat)):
-        return float("inf")
-    return float(np.mean(np.abs(y_hat - y)) / np.mean(np.abs(y)))
+    """The relative error of `model` on `(x, y)`, the largest of its
+    outputs' (`y` a list of arrays for several), inf where it is not
+    finite."""
+    y_hats = keras.tree.flatten(model(x, training=False))
+    ys = y if isinstance(y, list) else [y]
+    errors = []
+    for y_hat, target in zip(y_hats, ys, strict=True):
+        y_hat = keras.ops.convert_to_numpy(y_hat).astype(np.float64)
+        target = np.asarray(target, dtype=np.float64).reshape(y_hat.shape)
+        if not np.all(np.isfinite(y_hat)):
+            return float("inf")
+        errors.append(float(np.mean(np.abs(y_hat - target)) / np.mean(np.abs(target))))
+    return max(errors)

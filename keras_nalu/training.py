@@ -370,11 +370,15 @@ def fit(
         loop: `"fit"` (`model.fit`), `"custom"` (`distribute.Trainer`) or
             `"auto"`: the custom loop under a multi-worker strategy, which
             `model.fit` does not support, else `model.fit`.
-        checkpoint_dir: A folder for this run's checkpoint (its own: a
-            `tf.train.CheckpointManager` keeps it), or `None` for no
-            checkpoint. Only the chief writes it; under a multi-worker
-            strategy on several hosts it must be on a shared filesystem.
-            `remove_checkpoint` deletes it.
+        checkpoint_dir: A folder for this run's checkpoint, or `None` for
+            no checkpoint. The run owns it: the chief locks it before
+            reading it and releases it when `fit` returns or raises (a
+            `keras_nalu.checkpoints.Checkpoint`: one file,
+            `checkpoint.npz`, replaced atomically after every epoch, and
+            the lock file `.checkpoint.lock`), so a second run on the same
+            folder fails at once. Only the chief writes it; under a
+            multi-worker strategy on several hosts it must be on a shared
+            filesystem. `remove_checkpoint` deletes it.
         config: A JSON-serializable description of the run. A checkpoint
             made with another `config` is not resumed: a warning is logged
             (the logger `keras_nalu.checkpoints`) and the run starts afresh
@@ -406,9 +410,13 @@ def fit(
     Raises:
         ValueError: An argument is invalid, or the checkpoint in
             `checkpoint_dir` was written by another model (other variables),
-            or is a kept one of another `config`.
+            is a kept one of another `config`, or is not a whole checkpoint
+            (cut short, damaged, another file: the message names it).
         CheckpointAheadError: The checkpoint of this `config` holds more
             epochs than `epochs` (a ValueError).
+        keras_nalu.checkpoints.CheckpointInUseError: Another run holds
+            `checkpoint_dir` (a RuntimeError naming the folder and that
+            run's process id).
     """
     for name, value in (
         ("model_fn", model_fn),
@@ -437,6 +445,45 @@ def fit(
             "config", f"a JSON-serializable value ({error})", config
         ) from None
     strategy, custom = _strategy_and_loop(strategy, loop)
+    checkpoint = None
+    if checkpoint_dir is not None:
+        checkpoint = _RunCheckpoint(checkpoint_dir, config)
+    try:
+        if checkpoint is not None and strategy.is_chief():
+            checkpoint.lock()  # before any work: a second run fails at once
+            checkpoint.check_writable()
+        return _fit(
+            model_fn,
+            data_fn,
+            loss,
+            optimizer_fn,
+            epochs,
+            strategy,
+            custom,
+            checkpoint,
+            callbacks,
+            steps_per_execution,
+            verbose,
+        )
+    finally:
+        if checkpoint is not None:
+            checkpoint.close()
+
+
+def _fit(
+    model_fn,
+    data_fn,
+    loss,
+    optimizer_fn,
+    epochs,
+    strategy,
+    custom,
+    checkpoint,
+    callbacks,
+    steps_per_execution,
+    verbose,
+):
+    """`fit` once its arguments are checked and its folder locked."""
     if custom:
         trainer = strategy.trainer(model_fn, loss, optimizer_fn)
         model, optimizer = trainer.model, trainer.optimizer
@@ -446,18 +493,14 @@ def fit(
             model.compile(
                 optimizer=optimizer, loss=loss, steps_per_execution=steps_per_execution
             )
-
-    checkpoint = None
-    if checkpoint_dir is not None:
-        checkpoint = _RunCheckpoint(checkpoint_dir, model, optimizer, config)
-        if strategy.is_chief():
-            checkpoint.check_writable()
     start, history, divergence = 0, {}, None
-    saved = None if checkpoint is None else checkpoint.restore(callbacks)
+    saved = (
+        None if checkpoint is None else checkpoint.restore(model, optimizer, callbacks)
+    )
     if saved is not None:
         start, history, divergence = saved
         if start > epochs:  # kept from a longer run: never cut it short
-            raise CheckpointAheadError(epochs, start, checkpoint_dir)
+            raise CheckpointAheadError(epochs, start, checkpoint.given)
     guard = StopOnDivergence()
     averages = _MovingAverages(model, optimizer) if _uses_ema(optimizer) else None
     # After the callbacks, so that they print what those add to the logs.
@@ -600,6 +643,9 @@ def keep_checkpoint(checkpoint_dir: str | os.PathLike) -> None:
     Args:
         checkpoint_dir: The folder, as passed to `fit`. Without a checkpoint
             in it, nothing is marked.
+
+    Raises:
+        keras_nalu.checkpoints.CheckpointInUseError: A run holds the folder.
     """
     Checkpoint(checkpoint_dir).keep()
 
@@ -613,6 +659,9 @@ def remove_checkpoint(checkpoint_dir: str | os.PathLike) -> None:
 
     Args:
         checkpoint_dir: The folder, as passed to `fit`. It may not exist.
+
+    Raises:
+        keras_nalu.checkpoints.CheckpointInUseError: A run holds the folder.
     """
     Checkpoint(checkpoint_dir).remove()
 
@@ -624,14 +673,16 @@ class _RunCheckpoint(Checkpoint):
     JSON the epoch, the history, the divergence, the `config` and a `layout`
     (the variables' shapes and dtypes) checked before a resume."""
 
-    def __init__(self, directory, model, optimizer, config):
+    def __init__(self, directory, config):
         super().__init__(directory)
+        self.given = directory  # as the caller wrote it, for messages
         self.config = json.dumps(config, sort_keys=True)
-        self.variables = [*model.variables, *optimizer.variables]
-        self.signature = [[list(v.shape), str(v.dtype)] for v in self.variables]
+        self.variables = []
+        self.signature = []
 
-    def restore(self, callbacks):
-        """Restores the checkpoint into the variables and `callbacks`.
+    def restore(self, model, optimizer, callbacks):
+        """Takes the variables of `model` and `optimizer` as those it saves,
+        and restores the checkpoint into them and `callbacks`.
 
         Returns:
             `(epoch, history, divergence)`, or `None` when there is no
@@ -643,18 +694,12 @@ class _RunCheckpoint(Checkpoint):
                 or optimizer wrote it), is a kept one of another `config`,
                 or is not one `fit` can read.
         """
-        saved = self.load_for(self.config)
+        self.variables = [*model.variables, *optimizer.variables]
+        self.signature = [[list(v.shape), str(v.dtype)] for v in self.variables]
+        saved = self.load_for(self.config, layout=self.signature)
         if saved is None:
             return None
         values, named, state = saved
-        if state["variables"] != self.signature:
-            raise ValueError(
-                f"The checkpoint in {self.directory} holds "
-                f"{len(state['variables'])} variables but this model and "
-                f"optimizer have {len(self.signature)} (or of other shapes or "
-                "dtypes); it was written by another model. Delete it or use "
-                "another checkpoint_dir."
-            )
         for variable, value in zip(self.variables, values, strict=True):
             variable.assign(value)
         for i, callback in enumerate(callbacks):

@@ -18,7 +18,9 @@ This module imports neither Keras nor any backend: `examples/NAME.py` is
 import importlib
 import importlib.util
 import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -71,6 +73,7 @@ DEFAULTS = {
     "gpu_check": "jax",  # its workers choose their own, jax and torch
     "grid_world": "tensorflow",  # the rows above
     "identity_extrapolation": "tensorflow",
+    "mixed_formulas": "tensorflow",  # model.fit of small models, as demo
     "mnist_counting": "tensorflow",
     "mnist_parity": "tensorflow",
     "mnist_supervised": "tensorflow",  # mnist_counting's encoder, as there
@@ -78,6 +81,7 @@ DEFAULTS = {
     "number_translation": "tensorflow",
     "program_evaluation": "jax",
     "recurrent_arithmetic": "jax",
+    "recurrent_cells": "jax",  # RNN loops, as recurrent_arithmetic
     "serving_benchmark": "tensorflow",  # it measures TensorFlow SavedModels
     "static_arithmetic": "tensorflow",  # model.fit of small models, as identity
     "step_benchmark": "tensorflow",  # trains nothing: one process per backend
@@ -89,11 +93,12 @@ TENSORFLOW_ONLY = {
     "exporter writes, served by TensorFlow",
 }
 
-# The command that installs each backend's package.
+# The command that installs each backend's package, in a checkout of the
+# package (it is not on PyPI): its extra, with the version range it tests.
 INSTALL = {
-    "tensorflow": "pip install keras-neural-arithmetic",
-    "jax": 'pip install "keras-neural-arithmetic[jax]"',
-    "torch": 'pip install "keras-neural-arithmetic[torch]"',
+    "tensorflow": 'pip install "." (in a checkout of keras-neural-arithmetic)',
+    "jax": 'pip install ".[jax]" (in a checkout of keras-neural-arithmetic)',
+    "torch": 'pip install ".[torch]" (in a checkout of keras-neural-arithmetic)',
 }
 
 
@@ -114,11 +119,19 @@ def run(experiment, argv=None):
         )
     argv = sys.argv[1:] if argv is None else list(argv)
     os.environ["KERAS_BACKEND"] = choose_backend(experiment, argv)
+    if os.environ["KERAS_BACKEND"] == "tensorflow":
+        import_tensorflow_quietly()
     module = importlib.import_module(f"nalu_research.experiments.{experiment}")
     from keras_nalu import validation  # after KERAS_BACKEND: it imports Keras
+    from keras_nalu.checkpoints import CheckpointInUseError
 
     try:
         return module.main(argv)
+    except CheckpointInUseError as error:
+        # Another run holds the folder: said in a line, as argparse says
+        # what is wrong, with nothing of either run touched.
+        print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+        return 1
     except validation.InvalidValueError as error:
         if error.name != "checkpoint_dir":
             raise
@@ -126,6 +139,45 @@ def run(experiment, argv=None):
         _fail(
             f"argument --checkpoint-dir: expected {error.expected}, got {error.value!r}"
         )
+
+
+# What TensorFlow writes to stderr at every start, whatever
+# TF_CPP_MIN_LOG_LEVEL says (its C++ libraries log before absl reads it): the
+# absl notice, oneDNN's note, the missing CUDA driver of a CPU machine and
+# the CPU instructions the binary could use.
+_START_UP = re.compile(
+    r"All log messages before absl::InitializeLog|oneDNN custom operations|"
+    r"Could not find cuda drivers|failed call to cuInit|"
+    r"This TensorFlow binary is optimized|To enable the following instructions"
+)
+
+
+def import_tensorflow_quietly():
+    """Imports TensorFlow (and lists its GPUs, which logs a CPU machine's
+    missing driver) with its start-up lines (`_START_UP`) left out of
+    stderr; any other line it writes there is shown, after.
+
+    The lines come from C++ (file descriptor 2), so they are caught there,
+    only for this window: an error raised here still prints its traceback
+    whole. Without TensorFlow installed, nothing happens.
+    """
+    if importlib.util.find_spec("tensorflow") is None:
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            import tensorflow as tf
+
+            tf.config.list_physical_devices("GPU")
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            for line in caught.read().decode(errors="replace").splitlines(True):
+                if not _START_UP.search(line):
+                    sys.stderr.write(line)
 
 
 def choose_backend(experiment, argv):

@@ -23,8 +23,8 @@ from keras_nalu.training import moving_averages, training_step
 from keras_nalu.validation import invalid
 
 INSTALL_RESEARCH = (
-    'install the research extra (pip install "keras-neural-arithmetic[research]"; '
-    "make test creates .venv-research with it)"
+    'install the research extra (pip install ".[research]" in a checkout of '
+    "keras-neural-arithmetic; make test creates .venv-research with it)"
 )
 
 

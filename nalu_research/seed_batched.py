@@ -971,9 +971,23 @@ class StaticBenchmark:
             ValueError: the checkpoint has this configuration but not this
                 benchmark's variables, or it is a kept checkpoint of another
                 configuration.
+            keras_nalu.checkpoints.CheckpointInUseError: another run holds
+                the checkpoint folder (it is this run's until `run` returns).
         """
+        if checkpoint is not None:
+            checkpoint = Checkpoint(checkpoint, argument="checkpoint")
+        try:
+            return self._run(iterations, eval_every, on_eval, checkpoint, progress)
+        finally:
+            if checkpoint is not None:
+                checkpoint.close()
+
+    def _run(self, iterations, eval_every, on_eval, checkpoint, progress):
+        """`run`, with its `keras_nalu.checkpoints.Checkpoint` or None."""
         iterations = validation.positive_int("iterations", iterations)
         eval_every = validation.positive_int("eval_every", eval_every)
+        if checkpoint is not None:
+            checkpoint.lock()  # before any work: a second run fails at once
         # Compile outside the timing: a chunk of no steps.
         self._train_chunk(0)
         history, seconds, done = [], 0.0, 0
@@ -983,7 +997,6 @@ class StaticBenchmark:
         )
         saved = None
         if checkpoint is not None:
-            checkpoint = Checkpoint(checkpoint, argument="checkpoint")
             checkpoint.check_writable()
             saved = self._restore(checkpoint, config)
         if saved is not None:

@@ -100,7 +100,7 @@ def test_run_names_the_extra_of_a_backend_not_installed(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
         backends.run("demo", ["--backend", "jax"])
     assert exit_.value.code == 2
-    assert 'pip install "keras-neural-arithmetic[jax]"' in capsys.readouterr().err
+    assert 'pip install ".[jax]" (in a checkout' in capsys.readouterr().err
 
 
 def test_a_default_backend_not_installed_gives_way_to_tensorflow(monkeypatch, capsys):
@@ -114,7 +114,7 @@ def test_a_default_backend_not_installed_gives_way_to_tensorflow(monkeypatch, ca
     )
     monkeypatch.delenv("KERAS_BACKEND", raising=False)
     assert backends.choose_backend("program_evaluation", []) == "tensorflow"
-    assert f"keras-neural-arithmetic[{default}]" in capsys.readouterr().err
+    assert f'pip install ".[{default}]"' in capsys.readouterr().err
 
 
 def test_run_refuses_a_backend_other_than_that_of_an_imported_keras(capsys):
@@ -157,6 +157,38 @@ def test_help_lists_the_backend_and_its_default(name, tmp_path):
     assert "set before Keras is imported" in text
     if name not in backends.TENSORFLOW_ONLY:
         assert f"default {backends.DEFAULTS[name]}, measured fastest here" in text
+
+
+def test_an_example_starts_without_tensorflow_start_up_lines(tmp_path):
+    # TensorFlow writes them before it reads TF_CPP_MIN_LOG_LEVEL: left out
+    # by the example's start, at any log level.
+    result = example("serving_benchmark", "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not backends._START_UP.search(result.stderr), result.stderr
+    code = (
+        "import os; from nalu_research import backends; "
+        "os.environ['TF_CPP_MIN_LOG_LEVEL'] = '0'; "
+        "backends.import_tensorflow_quietly(); print('imported')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=ROOT
+    )
+    assert done.stdout.strip() == "imported", done.stderr[-3000:]
+    assert not backends._START_UP.search(done.stderr), done.stderr
+
+
+def test_an_example_on_a_folder_another_run_holds_says_so_in_a_line(tmp_path, capsys):
+    from keras_nalu.checkpoints import Checkpoint
+
+    root = tmp_path / "checkpoints"
+    with Checkpoint(root / "a+b" / "ReLU" / "0"):  # the demo's first run
+        status = backends.run(
+            "demo", ["--seeds", "1", "--epochs", "1", "--checkpoint-dir", str(root)]
+        )
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "error: The checkpoint folder" in err and "is in use by another run" in err
+    assert "Traceback" not in err
 
 
 def test_a_distribution_strategy_needs_the_tensorflow_backend(monkeypatch, capsys):

@@ -1,4 +1,5 @@
 import atexit
+import logging
 import os
 import shutil
 import subprocess
@@ -403,3 +404,19 @@ def test_invalid_model_raises(tmp_path, model, message):
 def test_invalid_path_raises():
     with pytest.raises(ValueError, match="`path`.*Received: path=3"):
         export_saved_model(static_model(), 3)
+
+
+def test_the_export_logs_no_staging_folder(tmp_path, caplog):
+    # TensorFlow's INFO "Assets written to: .../.export-partial-..." names the
+    # staging folder, not the export: left out, the caller's level restored.
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        model = keras.Sequential([keras.Input((2,)), NAC(1)])
+        with caplog.at_level(logging.INFO, logger="tensorflow"):
+            export_saved_model(model, tmp_path / "m")
+        assert logger.level == logging.INFO
+    finally:
+        logger.setLevel(level)
+    assert not [r for r in caplog.records if "export-partial" in r.getMessage()]

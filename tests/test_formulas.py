@@ -1,5 +1,7 @@
 """keras_nalu.formulas: a model's outputs written as algebra of its inputs."""
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from keras_nalu import (
     RealNPU,
     expressions,
     formulas,
+    snap_weights,
 )
 
 pytestmark = pytest.mark.backends
@@ -200,3 +203,32 @@ def test_bad_arguments_name_the_argument(kwargs, match):
 def test_an_unbuilt_model_is_refused():
     with pytest.raises(ValueError, match="built keras.Model"):
         formulas(keras.Sequential([NAU(1)]))
+
+
+def test_a_fit_that_ended_before_the_penalty_is_named(recwarn):
+    # The default schedule starts at step 20,000: a 10-step fit never reaches
+    # it, and reading the formulas says so; an untrained model (weights set by
+    # hand) and a fit past the start do not warn.
+    x = np.random.default_rng(0).uniform(1, 2, (64, 2)).astype("float32")
+    y = x.prod(axis=1, keepdims=True)
+    model = keras.Sequential([keras.Input((2,)), NMU(1)])
+    formulas(model)
+    assert not [w for w in recwarn if "penalty" in str(w.message)]
+    model.compile("adam", "mse")
+    model.fit(x, y, batch_size=32, epochs=5, verbose=0)
+    said = r"NMU layer 'nmu.*' trained 10 steps, all before its sparsity penalty"
+    with pytest.warns(
+        UserWarning, match=said + r" starts \(regularization_start=20,000"
+    ):
+        formulas(model)
+    with pytest.warns(UserWarning, match=said):
+        with contextlib.suppress(ValueError):  # snapped or not, it warned
+            snap_weights(model, (x, y))
+    started = keras.Sequential(
+        [keras.Input((2,)), NMU(1, regularization_start=4, regularization_end=8)]
+    )
+    started.compile("adam", "mse")
+    started.fit(x, y, batch_size=32, epochs=5, verbose=0)
+    recwarn.clear()
+    formulas(started)
+    assert not [w for w in recwarn if "penalty" in str(w.message)]

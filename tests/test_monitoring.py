@@ -82,7 +82,7 @@ def test_without_tensorboard_the_option_says_what_to_install(missing, capsys):
     assert (
         "--tensorboard: writing TensorBoard logs needs the tensorboard package" in err
     )
-    assert "keras-neural-arithmetic[research]" in err
+    assert 'pip install ".[research]"' in err
 
 
 def test_without_matplotlib_the_plot_fails_before_training(missing, capsys):

@@ -481,3 +481,47 @@ def test_a_model_of_two_inputs_snaps():
     assert report["signed"]["after"] < 1e-6
     kernel = snapped.get_layer(left.name).effective_kernel
     np.testing.assert_array_equal(numpy(kernel), [[-1], [1]])
+
+
+def two_outputs():
+    """`[x0 + x1, x0 * x1]` from one input, both units off their exact
+    weights by what training leaves."""
+    inputs = keras.Input((2,))
+    total, product = NAU(1, name="total"), NMU(1, name="product")
+    model = keras.Model(inputs, [total(inputs), product(inputs)])
+    total.kernel.assign(near(1.0, (2, 1)))
+    product.kernel.assign(near(1.0, (2, 1)))
+    return model
+
+
+def test_a_model_of_two_outputs_snaps_each_output():
+    model = two_outputs()
+    x = SMALL.astype(np.float64)
+    y = [x[:, :1] + x[:, 1:], x[:, :1] * x[:, 1:]]
+    snapped, report = snap_weights(model, {"small": (x, y)})
+    assert report["small"]["before"] > 1e-3 and report["small"]["after"] < 1e-6
+    for name in ("total", "product"):
+        kernel = snapped.get_layer(name).effective_kernel
+        np.testing.assert_array_equal(numpy(kernel), [[1], [1]])
+    # A set's error is its worst output's: a wrong second output is refused.
+    wrong = [y[0], x[:, :1] / x[:, 1:]]
+    with pytest.raises(ValueError, match="does not fit \\['small'\\]"):
+        snap_weights(model, {"small": (x, wrong)})
+
+
+@pytest.mark.parametrize(
+    "y, message",
+    [
+        (SMALL[:, :1], "`data`, expected y as a list of 2 arrays, one per output "
+                       "of the model. Received: an array of shape \\(256, 1\\)"),
+        ([SMALL[:, :1]], "`data`, expected y as a list of 2 arrays"),
+        ([SMALL[:, :1], SMALL], "`data`, expected y\\[1\\] of shape \\(256, 1\\), "
+                                "the model's output 1. Received: an array of "
+                                "shape \\(256, 2\\)"),
+        ([SMALL[:, :1], np.zeros((256, 1))], "expected y\\[1\\] not all zeros"),
+    ],
+    ids=["one array", "one of two", "wrong shape", "zeros"],
+)  # fmt: skip
+def test_the_targets_of_a_model_of_two_outputs_are_checked_by_name(y, message):
+    with pytest.raises(ValueError, match=message):
+        snap_weights(two_outputs(), (SMALL, y))

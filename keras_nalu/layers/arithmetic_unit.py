@@ -388,6 +388,42 @@ class ArithmeticUnit(keras.layers.Layer):
         }
 
 
+def unstarted_penalties(model: keras.Model) -> list[str]:
+    """A sentence for each unit of `model` that trained (its step counter
+    is above 0) and stopped before its penalty's schedule started: its
+    weights were never pushed toward exact values.
+
+    A layer cannot know how long a fit will be (Keras's own schedules count
+    steps too), so the schedule is checked where its effect is read:
+    `keras_nalu.formulas` and `keras_nalu.snap_weights` warn with these.
+    """
+    found = []
+
+    def visit(layer):
+        for sub in getattr(layer, "layers", ()):
+            visit(sub)
+        step = getattr(layer, "regularization_step", None)
+        if (
+            not isinstance(layer, ArithmeticUnit)
+            or step is None
+            or layer.regularization_strength == 0
+        ):
+            return
+        steps = int(keras.ops.convert_to_numpy(step))
+        if 0 < steps < layer.regularization_start:
+            found.append(
+                f"{type(layer).__name__} layer {layer.name!r} trained {steps:,} "
+                "steps, all before its sparsity penalty starts "
+                f"(regularization_start={layer.regularization_start:,}): its "
+                "weights were never pushed to exact values. For a fit of N "
+                "steps, pass regularization_start and regularization_end within "
+                "it (e.g. N // 2 and N * 3 // 4), or train longer."
+            )
+
+    visit(model)
+    return found
+
+
 def nearest(w, values):
     """Each element of `w` replaced by the nearest of `values`."""
     values = np.asarray(values, dtype=np.float64)

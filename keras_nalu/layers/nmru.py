@@ -18,6 +18,10 @@ class NMRU(NMU):
     `(2 * input_dim, units)` clipped to `[0, 1]`. A weight 1 in the first half
     multiplies by `x_i`, in the second half divides by it. `|1 / x|` is bounded
     by `1 / epsilon`, so a zero input gives a large finite value, not `inf`.
+    An infinite input counts as the largest finite number of the dtype in
+    the first half and as 0 in the second, so that dividing by it, which
+    leaves the first half out (`0 * inf` otherwise, NaN), gives 0: `3 / inf`
+    is 0. A product past the dtype's range is `inf`, as for finite inputs.
     The sparsity penalty and its schedule are the NMU's.
 
     `sign_retrieval=True` is Mistry et al.'s published unit: it multiplies

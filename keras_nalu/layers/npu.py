@@ -37,6 +37,13 @@ class NPU(RealNPU):
     `max_exponent` keep `log` and `exp` finite; under a 16-bit policy the
     layer computes in float32 and returns float32.
 
+    An infinite input adds nothing to the phase (its term `W_im log r` has
+    no limit; taken as 0), so with `W_im = 0` the NPU gives the `RealNPU`'s
+    outputs on infinite inputs too: `+-exp(max_exponent)` (1.65e38) for a
+    positive exponent, 0 for a negative one, NaN for an exponent 0 or an
+    open gate 0 (`0 * inf`, as `keras.layers.Dense` gives). Finite inputs
+    are unaffected.
+
     Args:
         units: Positive integer, dimensionality of the output space.
         gated: Boolean, whether the unit has the relevance gate.
@@ -172,7 +179,10 @@ class NPU(RealNPU):
         log_r = ops.log(ops.maximum(magnitude, self.epsilon))
         angle = np.pi * negative
         log_magnitude = nalu_ops.matmul(log_r, real) - nalu_ops.matmul(angle, imaginary)
-        phase = nalu_ops.matmul(log_r, imaginary) + nalu_ops.matmul(angle, real)
+        # An infinite input adds no phase: `W_im log r` has no limit there,
+        # and `0 * inf` (W_im = 0) would make every output NaN.
+        finite_log_r = ops.where(ops.isinf(log_r), ops.zeros_like(log_r), log_r)
+        phase = nalu_ops.matmul(finite_log_r, imaginary) + nalu_ops.matmul(angle, real)
         return ops.exp(ops.minimum(log_magnitude, self.max_exponent)) * ops.cos(phase)
 
     def penalty(self, weights: dict[str, Any]) -> Any:

@@ -248,8 +248,8 @@ def _load_tfds_mnist(split, data_dir):
     except ImportError as error:
         raise ImportError(
             "Loading MNIST needs tensorflow-datasets (and importlib_resources, "
-            "which it uses but does not install): pip install "
-            "'keras-neural-arithmetic[research]', or use dataset='mnist5k' or "
+            "which it uses but does not install): pip install '.[research]' "
+            "in a checkout of keras-neural-arithmetic, or use dataset='mnist5k' or "
             f"dataset='digits'. ({error})"
         ) from error
     if data_dir is not None:

@@ -1,0 +1,160 @@
+"""Which recurrent cell for a running sum, a count or a running product.
+
+Each cell, `keras.layers.RNN(CELL(1))`, reads a sequence `x_1 ... x_T` of one
+feature and returns its last state, trained to be:
+
+- `sum`: `x_1 + ... + x_T`, `x_t` from U[0, 1];
+- `count`: how many `x_t` are 1, `x_t` 0 or 1 with even odds;
+- `product`: `x_1 * ... * x_T`, `x_t` from U[1, 1.2].
+
+4,096 training sequences of length 10, `model.fit` with Adam at 0.01 and
+batches of 64, the squared error, the cells' default arguments, as a user
+first writes them; tested on fresh sequences of length 10 and of length 100
+(ten times longer than any seen in training), by the relative error
+`mean |y_hat - y| / mean |y|`. "solved" counts the seeds whose length-100
+error is at most 1e-4.
+
+    python examples/recurrent_cells.py              # every row, 5 seeds
+    python examples/recurrent_cells.py --seeds 10 \\
+        --json docs/units/recurrent-cells/recurrent_cells.json  # the page's
+"""
+
+import keras
+import numpy as np
+
+from keras_nalu import NACCell, NALUCell, NAUCell
+from nalu_research.arguments import positive_int
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table
+from nalu_research.runs import steps_per_execution
+from nalu_research.tasks.batches import shuffled_epochs
+
+CELLS = {"NACCell": NACCell, "NALUCell": NALUCell, "NAUCell": NAUCell}
+TASKS = ("sum", "count", "product")
+TRAIN_LENGTH = 10
+TEST_LENGTH = 100
+TEST_SIZE = 1000
+SOLVED = 1e-4
+STEPS_PER_EXECUTION = 16
+
+
+def sample(task, n, length, seed):
+    """`(x, y)`: `n` sequences `(n, length, 1)` float32 of `task` and their
+    targets `(n, 1)`, computed in float64 from the float32 inputs."""
+    rng = np.random.default_rng(seed)
+    if task == "sum":
+        x = rng.uniform(0.0, 1.0, (n, length, 1))
+    elif task == "count":
+        x = rng.integers(0, 2, (n, length, 1))
+    else:
+        x = rng.uniform(1.0, 1.2, (n, length, 1))
+    x = x.astype("float32")
+    wide = x.astype("float64")
+    y = wide.prod(axis=1) if task == "product" else wide.sum(axis=1)
+    return x, y.astype("float32")
+
+
+def relative_error(model, x, y):
+    y_hat = keras.ops.convert_to_numpy(model(x, training=False)).astype("float64")
+    return float(np.mean(np.abs(y_hat - y)) / np.mean(np.abs(y)))
+
+
+def cell(values, seeds):
+    values = np.asarray(values)
+    return (
+        f"{np.median(values):.1e} [{values.min():.1e}, {values.max():.1e}]",
+        f"{int(np.sum(values <= SOLVED))}/{seeds}",
+    )
+
+
+class RecurrentCells(Experiment):
+    """Which recurrent cell for a running sum, a count or a running product."""
+
+    arguments = {"seeds": 5, "epochs": 30, "batch_size": 64, "learning_rate": 0.01}
+    record_path = "results/recurrent_cells.json"
+    checkpoints = True
+    continued_by = "--epochs"
+    run_unit = "row"
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--examples",
+            type=positive_int,
+            default=4096,
+            help="training sequences (default %(default)s)",
+        )
+
+    def prepare(self, args, session):
+        self.data = {
+            task: {
+                "train": sample(task, args.examples, TRAIN_LENGTH, seed=0),
+                "length 10": sample(task, TEST_SIZE, TRAIN_LENGTH, seed=1),
+                "length 100": sample(task, TEST_SIZE, TEST_LENGTH, seed=2),
+            }
+            for task in TASKS
+        }
+
+    def runs(self, args):
+        return [(task, name) for task in TASKS for name in CELLS]
+
+    def train(self, args, run, session):
+        task, name = run
+        data = self.data[task]
+        x, y = data["train"]
+        row = {"task": task, "cell": name, "length 10": [], "length 100": []}
+        for seed in range(args.seeds):
+            keras.utils.set_random_seed(seed)
+            result = session.fit(
+                task,
+                name,
+                seed,
+                what=f"{task} {name} seed {seed}",
+                model_fn=lambda: keras.Sequential(
+                    [keras.Input((None, 1)), keras.layers.RNN(CELLS[name](1))]
+                ),
+                data_fn=shuffled_epochs(x, y, args.batch_size, seed),
+                loss="mse",
+                optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
+                epochs=args.epochs,
+                config={
+                    "task": task,
+                    "cell": name,
+                    "seed": seed,
+                    **{
+                        k: getattr(args, k)
+                        for k in ("examples", "batch_size", "learning_rate", "backend")
+                    },
+                },
+                steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
+                verbose=0,
+            )
+            for split in ("length 10", "length 100"):
+                row[split].append(relative_error(result.model, *data[split]))
+        return row
+
+    def progress(self, row):
+        return {"median length-100 error": np.median(row["length 100"])}
+
+    def report(self, args, rows):
+        print(
+            f"\nRelative error (median [min, max] over {args.seeds} seeds; solved: "
+            f"length-100 error <= {SOLVED:g}), {args.epochs} epochs:\n"
+        )
+        print("\n".join(markdown_table(*table(rows, args.seeds))))
+
+
+def table(rows, seeds):
+    """The header and rows of the results table (also the docs page's,
+    `nalu_research.records.recurrent_cells`)."""
+    header = ["task", "cell", "length 10", "length 100", "solved"]
+    lines = []
+    for row in rows:
+        short = cell(row["length 10"], seeds)[0]
+        lines.append(
+            [row["task"], f"`{row['cell']}`", short, *cell(row["length 100"], seeds)]
+        )
+    return header, lines
+
+
+def main(argv=None):
+    return RecurrentCells().main(argv)

@@ -36,12 +36,15 @@ from keras_nalu import validation
 from keras_nalu._types import Tensor
 from keras_nalu.layers._regularization import ClipAfter
 
-# tanh(40) and sigmoid(40) round to exactly 1 in float32 and in float64: a
-# latent weight set to +-SATURATION gives an exact effective weight.
 SATURATION = 40.0
-# A NALU gate `sigmoid(x @ G)` is snapped by scaling `G` by this much, so a
-# gate decided on an input is exactly open or closed there.
+"""The latent value that snaps a `tanh` or `sigmoid` weight: `tanh(40)` and
+`sigmoid(40)` round to exactly 1 in float32 and in float64, so a latent
+weight set to +-40 gives an exact effective weight."""
+
 GATE_SCALE = 1e4
+"""How much `snap_weights` scales a NALU's gate kernel `G`: the gate
+`sigmoid(x @ G)` of an input on which it was decided (`|x @ G| > 40 / 1e4`)
+becomes exactly 0 or 1 there, so the snapped NALU takes one path whole."""
 
 
 @keras.saving.register_keras_serializable(package="keras_nalu")

@@ -264,23 +264,41 @@ class IdentityExtrapolationExperiment(Experiment):
             )
             for name in self.names
         }
-        # Legend from worst to best extrapolation, as the paper's Table 5.
-        order = sorted(self.names, key=lambda n: -np.mean(curves[n]))
-        colors = plt.get_cmap("tab20").colors
-        styles = ("-", "--", "-.", ":")
+        # The nonlinear activations as thin gray lines (the worst, the best
+        # and ReLU named at their right end), the linear model and the NAC
+        # in colour: 17 coloured curves could not be told apart.
+        highlighted = {"None": ("tab:blue", "None (linear)"), "NAC": ("tab:red", "NAC")}
         fig, ax = plt.subplots(figsize=(9, 5.2), dpi=100)
         ax.axvspan(*TRAIN_RANGE, color="0.92", zorder=0, label="training range")
         floor = 1e-7  # errors below it are drawn at it (log axis)
         grid = self.test_sets["figure"][:, 0]
-        for i, name in enumerate(order):
+        nonlinear = [name for name in self.names if name not in highlighted]
+        ends = {name: np.mean(curves[name][-5:]) for name in nonlinear}
+        named = {max(ends, key=ends.get), min(ends, key=ends.get)}
+        named |= {"ReLU"} & set(nonlinear)
+        for i, name in enumerate(nonlinear):
             ax.plot(
                 grid,
                 np.maximum(curves[name], floor),
-                color=colors[(2 * i) % 20 + (2 * i) // 20],
-                linestyle=styles[i % len(styles)],
-                linewidth=2.2 if name in ("NAC", "None") else 1.4,
-                label=name,
+                color="0.55",
+                linewidth=0.9,
+                label=f"{len(nonlinear)} nonlinear activations" if i == 0 else None,
             )
+            if name in named:
+                ax.annotate(
+                    name, (grid[-1], max(curves[name][-1], floor)),
+                    xytext=(4, 0), textcoords="offset points", va="center",
+                    fontsize=9, color="0.3",
+                )  # fmt: skip
+        for name, (color, label) in highlighted.items():
+            if name in curves:
+                ax.plot(
+                    grid,
+                    np.maximum(curves[name], floor),
+                    color=color,
+                    linewidth=2.2,
+                    label=label,
+                )
         ax.set_yscale("log")
         ax.set_xlim(*FIGURE_RANGE)
         ax.set_xlabel("input x")
@@ -290,7 +308,7 @@ class IdentityExtrapolationExperiment(Experiment):
             f"(mean of {plural(args.seeds, 'seed')}, {args.steps} steps)"
         )
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
+        ax.legend(loc="center left", bbox_to_anchor=(1.09, 0.5), fontsize=9)
         fig.tight_layout()
         return fig
 

@@ -31,6 +31,26 @@ from nalu_research.tasks.batches import shuffled_epochs
 
 CELLS = {"NACCell": NACCell, "NALUCell": NALUCell, "NAUCell": NAUCell}
 TASKS = ("sum", "count", "product")
+# A running product as a running sum of logarithms: `exp(NAUCell(log x))`.
+# The product task's fourth row: every cell's state starts at 0, where a
+# log-space product (the NALUCell's) is stuck, so none of them holds one.
+LOG_SPACE = "exp(NAUCell(log x))"
+
+
+def build_model(name):
+    """`keras.layers.RNN(CELL(1))` for a name of `CELLS`, or `LOG_SPACE`."""
+    if name == LOG_SPACE:
+        return keras.Sequential(
+            [
+                keras.Input((None, 1)),
+                keras.layers.Lambda(keras.ops.log),
+                keras.layers.RNN(NAUCell(1)),
+                keras.layers.Lambda(keras.ops.exp),
+            ]
+        )
+    return keras.Sequential([keras.Input((None, 1)), keras.layers.RNN(CELLS[name](1))])
+
+
 TRAIN_LENGTH = 10
 TEST_LENGTH = 100
 TEST_SIZE = 1000
@@ -95,7 +115,9 @@ class RecurrentCells(Experiment):
         }
 
     def runs(self, args):
-        return [(task, name) for task in TASKS for name in CELLS]
+        return [(task, name) for task in TASKS for name in CELLS] + [
+            ("product", LOG_SPACE)
+        ]
 
     def train(self, args, run, session):
         task, name = run
@@ -109,9 +131,7 @@ class RecurrentCells(Experiment):
                 name,
                 seed,
                 what=f"{task} {name} seed {seed}",
-                model_fn=lambda: keras.Sequential(
-                    [keras.Input((None, 1)), keras.layers.RNN(CELLS[name](1))]
-                ),
+                model_fn=lambda: build_model(name),
                 data_fn=shuffled_epochs(x, y, args.batch_size, seed),
                 loss="mse",
                 optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),

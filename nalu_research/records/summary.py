@@ -88,17 +88,11 @@ def _units():
         found = runs(path, model, op)
         return f"{sum(r['success'] for r in found)}/{len(found)}"
 
-    on_gpu = record(units.GPU)["anchor"]["runs"]
     add, sub = share(units.UNITS, "nau", "add"), share(units.UNITS, "nau", "sub")
     nau = f"NAU {add} on +, -" if add == sub else f"NAU {add} on +, {sub} on -"
     return (
-        f"{nau}; NMU {share(units.SIGNED)} on signed * "
-        f"({share(units.SIGNED_CENTER)} with `NMUUniform(center=0.75)`), positive * "
-        f"{share(units.ANCHOR_5M)} in their 5M iterations (theirs 98/100), "
-        f"{sum(r['success'] for r in on_gpu)}/{len(on_gpu)} at 2M on a GPU (theirs "
-        f"92/100), seeds 50-99 {share(units.PAGE + 'units_anchor_nmu_50_99.json')} at "
-        "2M (the misses: near-zero initial splits), "
-        f"{share(units.CENTERED)} in 200k with `centered_gradient`"
+        f"{nau}; NMU on * {share(units.ANCHOR_5M)} in their 5M iterations (theirs "
+        f"98/100), {share(units.CENTERED)} in 200k with `centered_gradient`"
     )
 
 
@@ -144,19 +138,14 @@ def _number_words():
     pairs = record(PAGE + "number_translation_pairs.json")
     size, rate = pairs["chosen"]["NALU over word pairs"]
     runs = pairs["runs"]["NALU over word pairs"][f"size {size}, lr {rate:g}"]
-    served = pairs["served_check"]
     step = record(PAGE + "number_translation_step_mse.json")
     size, rate = step["chosen"]["LSTM + NALU"]
     chosen = step["runs"]["LSTM + NALU"][f"size {size}, lr {rate:g}"]
-    every = [r for c in step["runs"]["LSTM + NALU"].values() for r in c]
-    selected = min(every, key=lambda r: r["validation"])
     return (
-        "goal met by a NALU over word pairs (no LSTM, not the paper's model; MSE, lr "
-        f"drop, the paper's protocol): {_g3(np.median([r['test'] for r in runs]))}, "
-        f"median of {len(runs)} seeds, its SavedModel {served['within']}/"
-        f"{len(served['phrases'])} phrases within 0.5; the paper's LSTM + NALU, with "
-        f"the same loss and drop: {_g3(selected['test'])} selected, "
-        f"{_g3(np.median([r['test'] for r in chosen]))} median (it overfits)"
+        f"a NALU over word pairs (not the paper's model): "
+        f"{_g3(np.median([r['test'] for r in runs]))}, median of {len(runs)} seeds "
+        f"of one split; the paper's LSTM + NALU: "
+        f"{_g3(np.median([r['test'] for r in chosen]))} median"
     )
 
 
@@ -183,34 +172,16 @@ def _counting():
     paper = counting.paper("count")
     medians = [np.median(column) for column in zip(*count, strict=True)]
     beaten = all(f[i] < paper[i] for f in count for i in (1, 2, 3))
-    met = sum(f[0] >= paper[0] for f in count)
-    short = round((paper[0] - medians[0]) * 100)  # of 10,000 test images
-    added = [counting.sum_2018(72_000, s) for s in range(4)]
-    single = [r["test"]["1"]["accuracy"] for r in added]
-    total = counting.paper("sum")
-    beat = [all(counting.figures(r)[i] < total[i] for r in added) for i in (1, 2, 3)]
-    snapped = all(
-        counting.figures(r, "test_state_snapped")[3] < total[3] for r in added
-    )
-    lengths = ("10", "100", "1000")
-    every = " and ".join(n for n, b in zip(lengths, beat, strict=True) if b)
-    nac = record(counting.PAGE + "mnist_sum_mnist_nac_nalu.json")
+    single = [r["test"]["1"]["accuracy"] for r in
+              (counting.sum_2018(72_000, s) for s in range(4))]  # fmt: skip
+    total = counting.paper("sum")[0]
+    met = "met" if np.median(single) >= total else "**not met**"
     return (
-        "on MNIST itself (`make mnist-data`), our `NAUCell`: counting with the paper's "
-        "2018 convnet (`--encoder pytorch_2018`), median of 5 seeds: lengths 10, 100, "
-        f"1000 at {', '.join(counting._g3(m) for m in medians[1:])} (paper's NAC "
-        f"{', '.join(f'{p:g}' for p in paper[1:])}"
-        f"{': all three beaten on every seed' if beaten else ''}), single digits "
-        f"{medians[0]:.2f}% (paper {paper[0]:g}%: met on {met} seeds, {short} test "
-        "images short in the median; more steps do not help); addition, with the "
-        "convnet the paper's footnote linked in 2018 (`--encoder pytorch_2018`), "
-        f"{len(added)} seeds at 72,000 steps: single digits met on "
-        f"{sum(s >= total[0] for s in single)} seed ({max(single):.2f}%), **not met "
-        f"in the median** ({np.median(single):.2f}%, range {min(single):.2f}-"
-        f"{max(single):.2f}); lengths {every} beat the paper's on every seed"
-        f"{', 1000 with the state weight snapped' if snapped and not beat[2] else ''}; "
-        "the paper's NAC learns nothing at its "
-        f"{nac['arguments']['steps']:,}-step default"
+        "our `NAUCell`, medians: counting lengths 10, 100, 1000 at "
+        f"{', '.join(counting._g3(m) for m in medians[1:])}"
+        f"{' (beaten on every seed)' if beaten else ''}, single digits "
+        f"{medians[0]:.2f}%; addition's single digits {np.median(single):.2f}% "
+        f"({met}, paper {total:g}%)"
     )
 
 

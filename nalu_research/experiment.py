@@ -54,6 +54,7 @@ import dataclasses
 import datetime
 import importlib.metadata
 import math
+import os
 import platform
 import subprocess
 import sys
@@ -401,7 +402,9 @@ def record_of(experiment, args, rows, seconds, fields=None):
 
     `command` (the example and its arguments), `commit` (git's, with
     `+changes` when the tree had uncommitted changes), `backend`, `versions`
-    (Python, the platform and `VERSIONED` packages), `arguments` (every
+    (Python, the platform and `VERSIONED` packages), `cpu` (the processor
+    and its instruction-set flags: float results can differ between CPUs
+    with different vector units), `arguments` (every
     parsed argument), `seeds` and the budget (the arguments of those
     names), `runs` (every row), `seconds` (the wall time) and `finished`
     (UTC), then `fields`, which win.
@@ -415,6 +418,7 @@ def record_of(experiment, args, rows, seconds, fields=None):
         "commit": commit(),
         "backend": keras.backend.backend(),
         "versions": versions(),
+        "cpu": cpu(),
         "arguments": arguments,
         "seeds": {k: arguments[k] for k in seeds if k in arguments},
         "budget": {k: arguments[k] for k in budget if k in arguments},
@@ -444,6 +448,24 @@ def commit():
         return None
     changed = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
     return head.stdout.strip() + ("+changes" if changed else "")
+
+
+def cpu():
+    """`{"model", "cores", "flags"}` of this machine's processor (from
+    /proc/cpuinfo; `platform.processor()` alone where there is none)."""
+    found = {"model": platform.processor(), "cores": os.cpu_count(), "flags": []}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return found
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and not found["flags"]:
+            found["model"] = value.strip()
+        if key.strip() == "flags":
+            found["flags"] = sorted(value.split())
+            break
+    return found
 
 
 def versions():

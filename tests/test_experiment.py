@@ -209,6 +209,7 @@ def test_the_skeleton_runs_every_run_and_writes_one_record(tmp_path, capsys):
     assert record["arguments"]["learning_rate"] == 0.5
     assert record["backend"] == keras.backend.backend()
     assert record["versions"]["keras"] == keras.__version__
+    assert record["cpu"]["cores"] >= 1 and isinstance(record["cpu"]["flags"], list)
     assert record["commit"] is None or len(record["commit"].split("+")[0]) == 40
     assert record["command"][0] == "examples/demo.py"
     assert not list(path.parent.glob("*.partial"))  # written whole

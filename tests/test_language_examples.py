@@ -71,8 +71,7 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     for tags in scalars.values():
         assert tags == {
             "loss": [20, 40], "validation_mae/seed_1": [20, 40],
-            "test_mae/seed_1": [20, 40],
-        }  # fmt: skip
+        }  # fmt: skip  # the test split is read at the end only
     rows = table_rows(result.stdout)
     assert set(rows) == {"model", "LSTM", "LSTM + NAC", "LSTM + NALU"}
     assert rows["LSTM + NALU"][4].endswith("(0.41)")
@@ -89,21 +88,26 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     parts = 26 * run_["test_lone"] + 605 * run_["test_other"]
     assert parts / 631 == pytest.approx(run_["test"], rel=1e-5)
     assert "Test MAE apart: on the 26 test phrases that use a word" in result.stdout
-    # The served model's check: ten test phrases, counted as served.
+    # The served model's check: 15 phrases as people type them, counted as
+    # served; the 5 outside the grammar flagged whatever the model.
     check = report["served_check"]
-    assert len(check["phrases"]) == len(set(check["phrases"])) == 10
+    assert len(check["phrases"]) == 15 and check["flagged"] == 5
     within = np.abs(np.subtract(check["served"], check["values"])) <= 0.5
     assert check["within"] == within.sum()
-    assert f"Served {check['within']}/10 test phrases within 0.5" in result.stdout
+    assert f"Served {check['within']}/15 typed phrases within 0.5" in result.stdout
+    assert "flagged 5/5 invalid ones" in result.stdout
+    assert "The model the docs recommend" in result.stdout
 
     # The SavedModel takes text: tokenized inside the graph, no keras_nalu.
     # It returns a dict; "value" is NaN where "valid" is false.
     texts = [["five hundred and fifteen", "nine", "eighty eight"], ["zero"], ["nine"],
-             ["zzz qqq", "", "nine " * 500]]  # fmt: skip
+             ["zzz qqq", "", "nine " * 500],
+             ["Forty-Two", "  forty   two ", "a hundred", "one hundred",
+              "eleven hundred"]]  # fmt: skip
     cases = [(export_dir, t, "string") for t in texts]
     served = serve_each_in_fresh_process(cases, tmp_path)
     values = [np.array(s["value"]) for s in served]
-    assert [v.shape for v in values] == [(3,), (1,), (1,), (3,)]
+    assert [v.shape for v in values] == [(3,), (1,), (1,), (3,), (5,)]
     assert all(np.all(np.isfinite(v)) for v in values[:3])
     assert all(s["valid"] == [True] * len(s["valid"]) for s in served[:3])
     # The same text served alone or in a batch (padding does not leak).
@@ -113,6 +117,11 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     assert served[3]["unknown_tokens"] == [2, 0, 0]
     assert served[3]["tokens"] == [2, 0, 500]
     assert np.all(np.isnan(values[3]))
+    # What people type, normalized inside the graph: the same number as the
+    # spelling trained; a phrase outside the grammar (known words) flagged.
+    assert served[4]["valid"] == [True, True, True, True, False]
+    np.testing.assert_allclose(values[4][[0, 2]], values[4][[1, 3]], rtol=1e-6)
+    assert np.isnan(values[4][4])
 
 
 # Slow (three runs of the example, about 35 s): `make test` keeps the
@@ -127,7 +136,7 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
     def command(name):
         return [sys.executable, str(EXAMPLES / "number_translation.py"),
                 "--seeds", "2", "--steps", "60", "--eval-every", "10", "--sizes",
-                "8", "--learning-rates", "0.2", "--models", "nalu",
+                "8", "--learning-rates", "0.2", "--models", "nalu", "--log-test",
                 "--export-dir", str(tmp_path / f"{name}_model"),
                 "--json", str(tmp_path / f"{name}.json"),
                 "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip

@@ -74,7 +74,7 @@ def test_forward_and_penalty_equal_the_keras_layers_with_the_same_weights(model)
         layer.regularization_strength = 1.0
         layer.regularization_start = layer.regularization_end = 0
     keras_model(x, training=True)
-    want = sum(float(loss) for loss in keras_model.losses)
+    want = sum(float(keras.ops.convert_to_numpy(loss)) for loss in keras_model.losses)
     got = float(keras.ops.convert_to_numpy(engine.penalty(params))[0])
     assert got == pytest.approx(want, rel=1e-5) and got > 0
 

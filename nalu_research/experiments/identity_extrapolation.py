@@ -274,7 +274,7 @@ class IdentityExtrapolationExperiment(Experiment):
         grid = self.test_sets["figure"][:, 0]
         nonlinear = [name for name in self.names if name not in highlighted]
         ends = {name: np.mean(curves[name][-5:]) for name in nonlinear}
-        named = {max(ends, key=ends.get), min(ends, key=ends.get)}
+        named = {max(ends, key=ends.get), min(ends, key=ends.get)} if ends else set()
         named |= {"ReLU"} & set(nonlinear)
         for i, name in enumerate(nonlinear):
             ax.plot(

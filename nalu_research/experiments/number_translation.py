@@ -78,12 +78,14 @@ from nalu_research.runs import steps_per_execution
 from nalu_research.serving import Export
 from nalu_research.side_by_side import output_name, seeded
 from nalu_research.tasks.number_words import (
+    LARGEST,
     MAX_LENGTH,
     PAPER_FIGURE_3,
     PAPER_TABLE_3,
     VOCABULARY,
     NumberWords,
     encode,
+    number_to_words,
 )
 
 MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
@@ -276,7 +278,13 @@ def lone_word_errors(model, data, after_lone):
 # The task's splits, and those evaluated after every epoch (the validation
 # MAE selects).
 SPLITS = ("train", "validation", "test")
-EVALUATED = ("validation", "test")
+
+
+def evaluated(args):
+    """The splits evaluated during training: validation alone (it selects
+    the weights kept and the configuration; the test split is read once, at
+    the end), with `--log-test` the test split too."""
+    return ("validation", "test") if args.log_test else ("validation",)
 
 
 def metric(split, seed):
@@ -285,8 +293,8 @@ def metric(split, seed):
     return f"{split}_mae/{output_name(seed)}"
 
 
-def seed_errors(seeds, data):
-    """`Evaluation`: each seed's MAE on the `EVALUATED` splits (`metric`),
+def seed_errors(seeds, data, splits=("validation",)):
+    """`Evaluation`: each seed's MAE on `splits` (`metric`),
     from one call of the side-by-side model (one output per seed)."""
 
     def error(output, ids, y):
@@ -295,7 +303,7 @@ def seed_errors(seeds, data):
         prediction = keras.ops.convert_to_numpy(output).astype(np.float64)
         return float(np.mean(np.abs(prediction - y)))
 
-    splits = {split: data[split] for split in EVALUATED}
+    splits = {split: data[split] for split in splits}
     return side_by_side.seed_errors(seeds, splits, error, metric)
 
 
@@ -428,7 +436,11 @@ def train_config(
         ),
         epochs=max(1, args.steps // args.eval_every),
         config=config,
-        callbacks=[seed_errors(seeds, data), keep, *session.callbacks(*parts)],
+        callbacks=[
+            seed_errors(seeds, data, evaluated(args)),
+            keep,
+            *session.callbacks(*parts),
+        ],
         steps_per_execution=steps_per_execution(args.eval_every),
     )
     keep.restore()
@@ -441,7 +453,7 @@ def train_config(
         errors["diverged"] = result.divergence
         errors["steps"] = steps
         errors["curves"] = {
-            split: result.history[metric(split, seed)] for split in EVALUATED
+            split: result.history[metric(split, seed)] for split in evaluated(args)
         }
         runs.append((errors, seed, steps_model, model))
     return runs
@@ -454,6 +466,7 @@ IGNORED = (
     "learning_rates",
     "models",
     "quick",
+    "log_test",
     "export_dir",
     "no_export",
     "json",
@@ -540,6 +553,13 @@ class NumberTranslation(Experiment):
             "per step)",
         )
         parser.add_argument(
+            "--log-test",
+            action="store_true",
+            help="also evaluate the test split during training (its MAE in the "
+            "log, TensorBoard and curves); by default it is read once, at the end, "
+            "after validation chose the weights and configuration",
+        )
+        parser.add_argument(
             "--quick",
             action="store_true",
             help="a smoke run: 1 seed, size 16, lr 0.01, 40 steps",
@@ -621,8 +641,7 @@ class NumberTranslation(Experiment):
 
     def progress(self, row):
         return {
-            f"median {split} MAE": np.median([r[split] for r in row["runs"]])
-            for split in EVALUATED
+            "median validation MAE": np.median([r["validation"] for r in row["runs"]])
         }
 
     def run_name(self, run, row):
@@ -665,13 +684,12 @@ class NumberTranslation(Experiment):
                 "in TensorFlow's graph; add --backend tensorflow to export it."
             )
             return []
-        phrases, _ = served_phrases(self.task)
         sample = list(PAPER_FIGURE_3) + ["five hundred and fifteen", "zero", "zzz", ""]
         return [
             Export(
                 "",
                 text_model(self.model),
-                np.array(SERVED_PHRASES + phrases),
+                np.array(SERVED_PHRASES + served_phrases()),
                 sample=np.array(sample),
             )
         ]
@@ -681,11 +699,16 @@ class NumberTranslation(Experiment):
         value, valid = (export["served"][k] for k in ("value", "valid"))
         shown = len(SERVED_PHRASES)
         print(
-            f"Exported the best model to {export['path']}/ (verified); "
-            f"tf.saved_model.load(path).serve({SERVED_PHRASES}): value "
+            f"Exported the best model ({self.figure_model}) to {export['path']}/ "
+            f"(verified); tf.saved_model.load(path).serve({SERVED_PHRASES}): value "
             f"{np.round(value[:shown], 2).tolist()}, valid {valid[:shown]}"
         )
-        self.served_check = served_check(self.task, value[shown:])
+        self.served_check = served_check(value[shown:], valid[shown:])
+        if args.readout != "pairs":
+            print(
+                "This is the paper's model. The model the docs recommend (a NALU over "
+                f"word pairs) is exported by: {RECOMMENDED}"
+            )
         return None  # the record keeps `served_check`
 
     def record(self, args, rows):
@@ -826,17 +849,62 @@ def figure_3(steps_model, model):
     return figure
 
 
+def normalize_phrases(text):
+    """Strings as people type them -> the spelling the model was trained on.
+
+    Lower case; hyphens and other punctuation as spaces ("forty-two"); runs
+    of spaces as one, none at the ends; "a hundred" as "one hundred"; and
+    the British "and" after "hundred" where a number follows without it
+    ("five hundred eleven" -> "five hundred and eleven"). In TensorFlow's
+    graph, so that a client of the SavedModel gets the same.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from nalu_research.experiments.number_translation import normalize_phrases
+    >>> [t.decode() for t in normalize_phrases(np.array(
+    ...     ["  Forty-Two ", "a hundred five", "nine hundred and ninety-nine"]
+    ... )).numpy()]
+    ['forty two', 'one hundred and five', 'nine hundred and ninety nine']
+    """
+    import tensorflow as tf
+
+    text = tf.strings.lower(text)
+    text = tf.strings.regex_replace(text, r"[^a-z]+", " ")
+    text = tf.strings.strip(text)
+    text = tf.strings.regex_replace(text, r"^a hundred\b", "one hundred")
+    # RE2 has no lookahead: add "and" after every "hundred" followed by a
+    # word, then take back the doubled one.
+    text = tf.strings.regex_replace(text, r"hundred ([a-z])", r"hundred and \1")
+    return tf.strings.regex_replace(text, r"hundred and and ", "hundred and ")
+
+
+@keras.saving.register_keras_serializable(package="nalu_research")
+class NormalizePhrases(keras.layers.Layer):
+    """`normalize_phrases` as a layer of the served model: strings in, strings
+    out (TensorFlow only, as `TextVectorization`)."""
+
+    def call(self, inputs):
+        return normalize_phrases(inputs)
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor(inputs.shape, dtype="string")
+
+
 def text_model(model):
     """The served model: a batch of strings -> a dict that says which were read.
 
     `model` maps token ids `(batch, T)` to the last token's prediction
-    `(batch,)` (`build_models`). The strings are tokenized inside the graph
-    (`TextVectorization` over `VOCABULARY`: 0 pads, 1 is an unknown word) and
-    checked by `CheckedTokens`. Outputs, each of shape `(batch,)`:
+    `(batch,)` (`build_models`). The strings are normalized and tokenized
+    inside the graph (`normalize_phrases`, then `TextVectorization` over
+    `VOCABULARY`: 0 pads, 1 is an unknown word), checked by `CheckedTokens`
+    and against the grammar (the 1,000 spellings). Outputs, each of shape
+    `(batch,)`:
 
     - `value`: float32, the prediction, NaN when the phrase is not valid;
-    - `valid`: bool, every word known, at least one and at most `MAX_LENGTH`
-      (5, the longest expression of 0-999);
+    - `valid`: bool, the phrase, normalized (`normalize_phrases`: case,
+      hyphens, spaces, "a hundred", an optional "and"), spells a number of
+      0-999;
     - `tokens`: int32, the words of the phrase;
     - `unknown_tokens`: int32, its words outside `VOCABULARY`.
 
@@ -857,21 +925,28 @@ def text_model(model):
     [False, True, True]
     """
     text = keras.Input((), dtype="string", name="text")
+    phrase = NormalizePhrases(name="normalize")(text)
     vectorize = keras.layers.TextVectorization(
         vocabulary=list(VOCABULARY),
-        standardize="lower_and_strip_punctuation",
+        standardize=None,
         split="whitespace",
         output_mode="int",
         name="tokenize",
     )
-    checked = CheckedTokens(MAX_LENGTH, name="check")(vectorize(text))
+    checked = CheckedTokens(MAX_LENGTH, name="check")(vectorize(phrase))
+    # The grammar: a valid phrase is the spelling of a number of 0-999 (index
+    # 0 of the lookup is every other string, "eleven hundred" among them).
+    spelled = keras.layers.StringLookup(
+        vocabulary=[number_to_words(n) for n in range(LARGEST + 1)],
+        num_oov_indices=1,
+        name="grammar",
+    )(phrase)
+    valid = keras.ops.logical_and(checked["valid"], keras.ops.greater(spelled, 0))
     prediction = model(checked["ids"])
-    value = keras.ops.where(
-        checked["valid"], prediction, keras.ops.full_like(prediction, np.nan)
-    )
+    value = keras.ops.where(valid, prediction, keras.ops.full_like(prediction, np.nan))
     outputs = {
         "value": value,
-        "valid": checked["valid"],
+        "valid": valid,
         "tokens": checked["tokens"],
         "unknown_tokens": checked["unknown_tokens"],
     }
@@ -880,39 +955,67 @@ def text_model(model):
 
 # The phrases whose served values the export prints.
 SERVED_PHRASES = ["five hundred and fifteen", "nine", "zzz"]
-# The served model's check: phrases of the test split, drawn with this seed,
-# and how far from its number each may be served.
-SERVED_CHECK = {"phrases": 10, "seed": 0, "within": 0.5}
+# The command that trains and exports the model the docs recommend.
+RECOMMENDED = (
+    "python examples/number_translation.py --readout pairs --models nalu "
+    "--sizes 16 --learning-rates 0.01 --seeds 10 --steps 30000 --eval-every 1000 "
+    "--loss mse --learning-rate-drop 20000 0.1"
+)
+# The served model's check: phrases as people type them, each with its number
+# (case, hyphens, spaces, "a hundred", with and without "and", round hundreds),
+# and phrases the served model must flag invalid. A fixed list, so that every
+# exported model's score reads the same way.
+TYPED_PHRASES = {
+    "three hundred": 300,
+    "one hundred": 100,
+    "a hundred and five": 105,
+    "forty-two": 42,
+    "Forty Two": 42,
+    "five hundred eleven": 511,
+    "nine hundred ninety nine": 999,
+    "two hundred and twelve": 212,
+    "  seven   hundred and two ": 702,
+    "eighty-eight": 88,
+    "nineteen": 19,
+    "six hundred and thirty": 630,
+    "zero": 0,
+    "nine hundred and ninety-nine": 999,
+    "Two Hundred Twelve": 212,
+}
+INVALID_PHRASES = ("", "seven banana", "one thousand", "eleven hundred", "hundred and")
+WITHIN = 0.5  # how far from its number a typed phrase may be served
 
 
-def served_phrases(task):
-    """`(phrases, numbers)`: the `SERVED_CHECK["phrases"]` test phrases of
-    the served model's check, drawn with `SERVED_CHECK["seed"]`."""
-    texts, _, y = task.split("test")
-    rows = np.random.default_rng(SERVED_CHECK["seed"]).choice(
-        len(texts), SERVED_CHECK["phrases"], replace=False
-    )
-    return [texts[i] for i in rows], y[rows]
+def served_phrases():
+    """The phrases of the served model's check: `TYPED_PHRASES`, then
+    `INVALID_PHRASES`."""
+    return [*TYPED_PHRASES, *INVALID_PHRASES]
 
 
-def served_check(task, served):
-    """Counts the `served_phrases` whose values `served` (as a client of the
-    SavedModel got them) are within `SERVED_CHECK["within"]` of their number.
-    Returns `{"phrases", "values", "served", "within"}` and prints the
-    count."""
-    phrases, numbers = served_phrases(task)
-    served = np.asarray(served, np.float64)
-    within = int(np.sum(np.abs(served - numbers) <= SERVED_CHECK["within"]))
+def served_check(value, valid):
+    """The served model's check from what a client of the SavedModel got for
+    `served_phrases()`: how many typed phrases are valid and within `WITHIN`
+    of their number, how many invalid ones are flagged. Prints and returns
+    `{"phrases", "values", "served", "within", "flagged"}`."""
+    numbers = np.array(list(TYPED_PHRASES.values()), np.float64)
+    typed = len(TYPED_PHRASES)
+    served = np.asarray(value, np.float64)[:typed]
+    valid = np.asarray(valid, bool)
+    within = int(np.sum(valid[:typed] & (np.abs(served - numbers) <= WITHIN)))
+    flagged = int(np.sum(~valid[typed:]))
     print(
-        f"Served {within}/{len(phrases)} test phrases within "
-        f"{SERVED_CHECK['within']} of their number: "
-        + ", ".join(f"{t!r} {v:.2f}" for t, v in zip(phrases, served, strict=True))
+        f"Served {within}/{typed} typed phrases within {WITHIN} of their number "
+        f"and flagged {flagged}/{len(INVALID_PHRASES)} invalid ones: "
+        + ", ".join(
+            f"{p!r} {v:.2f}" for p, v in zip(TYPED_PHRASES, served, strict=True)
+        )
     )
     return {
-        "phrases": phrases,
+        "phrases": list(TYPED_PHRASES),
         "values": numbers.tolist(),
         "served": served.tolist(),
         "within": within,
+        "flagged": flagged,
     }
 
 

@@ -145,6 +145,10 @@ SHARED: dict[str, dict[str, Any]] = {
         "type": positive_int,
         "help": "training iterations (default %(default)s)",
     },
+    "examples": {
+        "type": positive_int,
+        "help": "training examples (default %(default)s)",
+    },
     "batch_size": {
         "type": positive_int,
         "help": "examples per step (default %(default)s)",

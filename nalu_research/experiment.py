@@ -77,6 +77,7 @@ from nalu_research.monitoring import (
     tensorboard,
 )
 from nalu_research.serving import can_export, export_and_serve
+from nalu_research.tasks import batches
 
 # The packages whose versions a record carries.
 VERSIONED = ("keras", "tensorflow", "jax", "torch", "numpy")
@@ -128,6 +129,38 @@ class Session:
             result = fit(strategy=self.strategy, checkpoint_dir=folder, **kwargs)
         runs.report(result, what or ", ".join(map(str, parts)))
         return result
+
+    def fit_seed(self, *parts, seed, model_fn, x, y, what=None, optimizer_fn=None,
+                 config=None, callbacks=(), steps_per_execution=16):  # fmt: skip
+        """One seed of a small model trained on `(x, y)` as a user writes it:
+        `keras.utils.set_random_seed(seed)`, `model.fit` on the squared error
+        for `args.epochs` epochs of batches of `args.batch_size` in a seeded
+        order, Adam at `args.learning_rate` (or `optimizer_fn()`), silently;
+        checkpointed as `fit` (its folder named by `parts` and the seed, its
+        configuration `config` with the seed and the arguments that change
+        the run). Returns `fit`'s result."""
+        args = self.args
+        keras.utils.set_random_seed(seed)
+        changing = ("examples", "batch_size", "learning_rate", "backend")
+        return self.fit(
+            *parts,
+            seed,
+            what=what or " ".join(map(str, (*parts, "seed", seed))),
+            model_fn=model_fn,
+            data_fn=batches.shuffled_epochs(x, y, args.batch_size, seed),
+            loss="mse",
+            optimizer_fn=optimizer_fn
+            or (lambda: keras.optimizers.Adam(args.learning_rate)),
+            epochs=args.epochs,
+            config={
+                **(config or {}),
+                "seed": seed,
+                **{k: getattr(args, k) for k in changing if hasattr(args, k)},
+            },
+            steps_per_execution=runs.steps_per_execution(steps_per_execution),
+            callbacks=list(callbacks),
+            verbose=0,
+        )
 
 
 class Experiment:
@@ -451,9 +484,17 @@ def commit():
 
 
 def cpu():
-    """`{"model", "cores", "flags"}` of this machine's processor (from
-    /proc/cpuinfo; `platform.processor()` alone where there is none)."""
-    found = {"model": platform.processor(), "cores": os.cpu_count(), "flags": []}
+    """`{"model", "cores", "TF_ENABLE_ONEDNN_OPTS", "flags"}` of this
+    machine's processor (from /proc/cpuinfo; `platform.processor()` alone
+    where there is none) and TensorFlow's oneDNN switch as the run had it."""
+    found = {
+        "model": platform.processor(),
+        "cores": os.cpu_count(),
+        # TensorFlow's oneDNN kernels (on by default on some CPUs): with them
+        # off, the same seeds of number words train to other figures.
+        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset"),
+        "flags": [],
+    }
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:

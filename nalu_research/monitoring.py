@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import keras
+import numpy as np
 
 from keras_nalu.training import moving_averages, training_step
 from keras_nalu.validation import invalid
@@ -350,3 +351,13 @@ class TensorBoardScalars(keras.callbacks.Callback):
 
     def close(self):
         self._writer.close()
+
+
+def spread_and_solved(values, below):
+    """Two table cells of per-seed errors: `median [min, max]` (`1.2e-03
+    [...]`) and how many are at most `below` (`7/10`)."""
+    values = np.asarray(values, dtype=np.float64)
+    return (
+        f"{np.median(values):.1e} [{values.min():.1e}, {values.max():.1e}]",
+        f"{int(np.sum(values <= below))}/{len(values)}",
+    )

@@ -455,3 +455,42 @@ def test_number_translation_log_token_values_fit_the_numbers_sooner():
         )  # fmt: skip
         train[token_values] = errors["train"]
     assert train["log"] < 200 < 400 < train["linear"]
+
+
+# A small configuration of the pairs model: its figures must not depend on
+# the run (the same command twice) or on what trains beside it in the
+# process (the NAC's configuration first).
+REPEATED = ["--readout", "pairs", "--sizes", "8", "--learning-rates", "0.01",
+            "--seeds", "2", "--steps", "200", "--eval-every", "100",
+            "--loss", "mse", "--no-export"]  # fmt: skip
+
+
+def nalu_figures(path):
+    (runs,) = json.loads(path.read_text())["runs"]["NALU over word pairs"].values()
+    return [(r["seed"], r["train"], r["validation"], r["test"]) for r in runs]
+
+
+@pytest.mark.processes
+@pytest.mark.research
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_number_words_figures_repeat_whatever_shares_the_run(backend, tmp_path):
+    import subprocess
+
+    def figures(name, models):
+        path = tmp_path / f"{name}.json"
+        args = [*REPEATED, "--models", *models, "--json", str(path),
+                "--checkpoint-dir", str(tmp_path / name)]  # fmt: skip
+        if backend == keras.backend.backend():  # in this process, after others
+            done = run("number_translation.py", args, tmp_path)
+        else:
+            command = [sys.executable, str(EXAMPLES / "number_translation.py"),
+                       *args, "--backend", backend]  # fmt: skip
+            done = subprocess.run(
+                command, capture_output=True, text=True, env=example_env(), check=False
+            )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return nalu_figures(path)
+
+    alone = figures("alone", ["nalu"])
+    assert figures("beside", ["nac", "nalu"]) == alone  # to the last bit
+    assert len({f[3] for f in alone}) == 2  # the two seeds differ

@@ -27,12 +27,9 @@ import keras
 import numpy as np
 
 from keras_nalu import NALU, NAU, NMU
-from nalu_research.arguments import positive_int
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import Evaluation, markdown_table
-from nalu_research.runs import steps_per_execution
 from nalu_research.serving import Export
-from nalu_research.tasks.batches import shuffled_epochs
 
 TRAIN_RANGE = (1.0, 10.0)
 EXTRAPOLATION_RANGE = (100.0, 1000.0)
@@ -106,14 +103,17 @@ def folder_name(operation, name):
 class Demo(Experiment):
     """The demo: what neural arithmetic units are for, in about a minute."""
 
-    arguments = {"seeds": 5, "epochs": 20, "batch_size": 64, "learning_rate": 0.01}
+    arguments = {
+        "examples": 4096,
+        "seeds": 5,
+        "epochs": 20,
+        "batch_size": 64,
+        "learning_rate": 0.01,
+    }
     record_path = ""  # a record only with --json
     checkpoints = True
     continued_by = "--epochs"
     export_path = os.path.join("saved_models", "demo")
-
-    def add_arguments(self, parser):
-        parser.add_argument("--examples", type=positive_int, default=4096)
 
     def prepare(self, args, session):
         self.seeds = list(range(args.seeds))
@@ -152,29 +152,17 @@ class Demo(Experiment):
             callbacks = session.callbacks(folder_name(operation, name), seed)
             if callbacks:
                 callbacks.insert(0, Evaluation(lambda model: evaluate(model, tests)))
-            keras.utils.set_random_seed(seed)
-            result = session.fit(
+            result = session.fit_seed(
                 operation.replace("*", "x"),
                 name.split()[0],
-                seed,
+                seed=seed,
                 what=f"{operation} {name} seed {seed}",
                 model_fn=lambda: build_model(operation, name),
-                data_fn=shuffled_epochs(x, y, args.batch_size, seed),
-                loss="mse",
-                optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-                epochs=args.epochs,
-                config={
-                    "operation": operation,
-                    "model": name,
-                    "seed": seed,
-                    **{
-                        k: getattr(args, k)
-                        for k in ("examples", "batch_size", "learning_rate", "backend")
-                    },
-                },
-                steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
+                x=x,
+                y=y,
+                config={"operation": operation, "model": name},
                 callbacks=callbacks,
-                verbose=0,
+                steps_per_execution=STEPS_PER_EXECUTION,
             )
             for split, error in evaluate(result.model, tests).items():
                 errors[split.removesuffix("_relative_error")].append(error)

@@ -35,7 +35,7 @@ import numpy as np
 
 from keras_nalu import INALU, snap_weights
 from nalu_research import side_by_side
-from nalu_research.arguments import Shared, positive_int
+from nalu_research.arguments import Shared
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
 from nalu_research.runs import resumed_total, steps_per_execution
@@ -234,6 +234,7 @@ class FirstContactExperiment(Experiment):
     """First contact: every unit of the package, and Dense, as a new user meets them."""
 
     arguments = {
+        "examples": 4096,
         "seeds": Shared(10, help="seeds 0..N-1 per row"),
         "epochs": 100,
         "eval_every": Shared(
@@ -260,7 +261,6 @@ class FirstContactExperiment(Experiment):
         parser.add_argument(
             "--units", nargs="+", default=list(UNITS), choices=list(UNITS)
         )
-        parser.add_argument("--examples", type=positive_int, default=4096)
 
     def prepare(self, args, session):
         self.seeds = list(range(args.seeds))

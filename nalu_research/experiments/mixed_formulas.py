@@ -41,11 +41,8 @@ import keras
 import numpy as np
 
 from keras_nalu import NALU, NAU, NMU, RealNPU, formulas, snap_weights
-from nalu_research.arguments import positive_int
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import markdown_table
-from nalu_research.runs import steps_per_execution
-from nalu_research.tasks.batches import shuffled_epochs
+from nalu_research.monitoring import markdown_table, spread_and_solved
 
 FORMULAS = {
     "a*b - c": lambda a, b, c: a * b - c,
@@ -133,32 +130,20 @@ def snapped(model, held_out):
         return None
 
 
-def cell(values, seeds):
-    """`median [min, max]`, and how many of `seeds` are solved."""
-    values = np.asarray(values)
-    solved = int(np.sum(values <= SOLVED))
-    return (
-        f"{np.median(values):.1e} [{values.min():.1e}, {values.max():.1e}]",
-        f"{solved}/{seeds}",
-    )
-
-
 class MixedFormulas(Experiment):
     """Which units for a formula that mixes operations."""
 
-    arguments = {"seeds": 5, "epochs": 50, "batch_size": 64, "learning_rate": 0.01}
+    arguments = {
+        "examples": 4096,
+        "seeds": 5,
+        "epochs": 50,
+        "batch_size": 64,
+        "learning_rate": 0.01,
+    }
     record_path = "results/mixed_formulas.json"
     checkpoints = True
     continued_by = "--epochs"
     run_unit = "row"
-
-    def add_arguments(self, parser):
-        parser.add_argument(
-            "--examples",
-            type=positive_int,
-            default=4096,
-            help="training examples (default %(default)s)",
-        )
 
     def prepare(self, args, session):
         self.data = {
@@ -195,32 +180,20 @@ class MixedFormulas(Experiment):
                 outputs = build(inputs, schedule_of(schedule, self.steps))
                 return keras.Model(inputs, outputs)
 
-            keras.utils.set_random_seed(seed)
-            result = session.fit(
+            result = session.fit_seed(
                 formula,
                 recipe,
                 schedule,
-                seed,
+                seed=seed,
                 what=f"{formula} {recipe} seed {seed}",
                 model_fn=model_fn,
-                data_fn=shuffled_epochs(x, y, args.batch_size, seed),
-                loss="mse",
+                x=x,
+                y=y,
                 optimizer_fn=lambda: keras.optimizers.Adam(
                     args.learning_rate, global_clipnorm=CLIPNORM
                 ),
-                epochs=args.epochs,
-                config={
-                    "formula": formula,
-                    "model": recipe,
-                    "schedule": schedule,
-                    "seed": seed,
-                    **{
-                        k: getattr(args, k)
-                        for k in ("examples", "batch_size", "learning_rate", "backend")
-                    },
-                },
-                steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
-                verbose=0,
+                config={"formula": formula, "model": recipe, "schedule": schedule},
+                steps_per_execution=STEPS_PER_EXECUTION,
             )
             model = result.model
             far = data["extrapolation"]
@@ -296,8 +269,8 @@ def table(rows, seeds):
             [
                 f"`{row['formula']}`",
                 model,
-                *cell(row["trained"], seeds),
-                *cell(row["snapped"], seeds),
+                *spread_and_solved(row["trained"], SOLVED),
+                *spread_and_solved(row["snapped"], SOLVED),
                 "-" if read is None else f"`{read}`",
             ]
         )

@@ -23,11 +23,8 @@ import keras
 import numpy as np
 
 from keras_nalu import NACCell, NALUCell, NAUCell
-from nalu_research.arguments import positive_int
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import markdown_table
-from nalu_research.runs import steps_per_execution
-from nalu_research.tasks.batches import shuffled_epochs
+from nalu_research.monitoring import markdown_table, spread_and_solved
 
 CELLS = {"NACCell": NACCell, "NALUCell": NALUCell, "NAUCell": NAUCell}
 TASKS = ("sum", "count", "product")
@@ -79,30 +76,20 @@ def relative_error(model, x, y):
     return float(np.mean(np.abs(y_hat - y)) / np.mean(np.abs(y)))
 
 
-def cell(values, seeds):
-    values = np.asarray(values)
-    return (
-        f"{np.median(values):.1e} [{values.min():.1e}, {values.max():.1e}]",
-        f"{int(np.sum(values <= SOLVED))}/{seeds}",
-    )
-
-
 class RecurrentCells(Experiment):
     """Which recurrent cell for a running sum, a count or a running product."""
 
-    arguments = {"seeds": 5, "epochs": 30, "batch_size": 64, "learning_rate": 0.01}
+    arguments = {
+        "examples": 4096,
+        "seeds": 5,
+        "epochs": 30,
+        "batch_size": 64,
+        "learning_rate": 0.01,
+    }
     record_path = "results/recurrent_cells.json"
     checkpoints = True
     continued_by = "--epochs"
     run_unit = "row"
-
-    def add_arguments(self, parser):
-        parser.add_argument(
-            "--examples",
-            type=positive_int,
-            default=4096,
-            help="training sequences (default %(default)s)",
-        )
 
     def prepare(self, args, session):
         self.data = {
@@ -125,28 +112,15 @@ class RecurrentCells(Experiment):
         x, y = data["train"]
         row = {"task": task, "cell": name, "length 10": [], "length 100": []}
         for seed in range(args.seeds):
-            keras.utils.set_random_seed(seed)
-            result = session.fit(
+            result = session.fit_seed(
                 task,
                 name,
-                seed,
-                what=f"{task} {name} seed {seed}",
+                seed=seed,
                 model_fn=lambda: build_model(name),
-                data_fn=shuffled_epochs(x, y, args.batch_size, seed),
-                loss="mse",
-                optimizer_fn=lambda: keras.optimizers.Adam(args.learning_rate),
-                epochs=args.epochs,
-                config={
-                    "task": task,
-                    "cell": name,
-                    "seed": seed,
-                    **{
-                        k: getattr(args, k)
-                        for k in ("examples", "batch_size", "learning_rate", "backend")
-                    },
-                },
-                steps_per_execution=steps_per_execution(STEPS_PER_EXECUTION),
-                verbose=0,
+                x=x,
+                y=y,
+                config={"task": task, "cell": name},
+                steps_per_execution=STEPS_PER_EXECUTION,
             )
             for split in ("length 10", "length 100"):
                 row[split].append(relative_error(result.model, *data[split]))
@@ -169,9 +143,14 @@ def table(rows, seeds):
     header = ["task", "cell", "length 10", "length 100", "solved"]
     lines = []
     for row in rows:
-        short = cell(row["length 10"], seeds)[0]
+        short = spread_and_solved(row["length 10"], SOLVED)[0]
         lines.append(
-            [row["task"], f"`{row['cell']}`", short, *cell(row["length 100"], seeds)]
+            [
+                row["task"],
+                f"`{row['cell']}`",
+                short,
+                *spread_and_solved(row["length 100"], SOLVED),
+            ]
         )
     return header, lines
 

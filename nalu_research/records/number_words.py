@@ -131,3 +131,63 @@ def chosen(*names):
         "test MAE per seed (best step)",
     ]
     return "\n".join(markdown_table(header, rows))
+
+
+SPLIT_RUNS = PAGE + "splits/pairs_{protocol}_split{split}.json"
+SPLIT_SEEDS = (0, 100, 200, 300, 400)
+PROTOCOLS = ("mae_none", "mae_drop", "mse_none", "mse_drop")
+PROTOCOL_SPLITS = (100, 200)
+
+
+def _split_runs(protocol, split):
+    """The runs of the pair model's record for `protocol` on `split`."""
+    data = record(SPLIT_RUNS.format(protocol=protocol, split=split))
+    (runs,) = data["runs"]["NALU over word pairs"].values()
+    return runs
+
+
+def splits():
+    """The NALU over word pairs (MSE, the drop) on each split drawn by the
+    paper's rule: test MAE, median [min, max] over its 10 seeds, the seeds
+    below the paper's 0.41, and the median validation MAE that selects;
+    the last row all splits' runs together."""
+    table, every = [], []
+    for split in SPLIT_SEEDS:
+        runs = _split_runs("mse_drop", split)
+        test = [r["test"] for r in runs]
+        every += runs
+        table.append(
+            [f"`--seed {split}`", f"{runs[0]['seed']}-{runs[-1]['seed']}",
+             spread(test), f"{sum(t < 0.41 for t in test)}/{len(test)}",
+             _g3(np.median([r["validation"] for r in runs]))]
+        )  # fmt: skip
+    test = [r["test"] for r in every]
+    table.append(
+        [f"all {len(SPLIT_SEEDS)} splits", f"{len(every)} runs", spread(test),
+         f"{sum(t < 0.41 for t in test)}/{len(test)}",
+         _g3(np.median([r["validation"] for r in every]))]
+    )  # fmt: skip
+    header = ["split", "seeds", "test MAE", "below 0.41", "validation MAE"]
+    return "\n".join(markdown_table(header, table))
+
+
+def protocols():
+    """The protocol re-made on validation: median validation MAE of each
+    loss and learning-rate drop on the splits it was compared on (10 seeds
+    each), and the test MAE beside it, read after the choice."""
+    table = []
+    for protocol in PROTOCOLS:
+        loss, drop = protocol.split("_")
+        cells = []
+        for split in PROTOCOL_SPLITS:
+            runs = _split_runs(protocol, split)
+            cells.append(spread([r["validation"] for r in runs]))
+        runs = [r for s in PROTOCOL_SPLITS for r in _split_runs(protocol, s)]
+        table.append(
+            [loss.upper(), "x0.1 at 20,000" if drop == "drop" else "none", *cells,
+             _g3(np.median([r["validation"] for r in runs])),
+             _g3(np.median([r["test"] for r in runs]))]
+        )  # fmt: skip
+    header = ["loss", "lr drop", *(f"validation, split {s}" for s in PROTOCOL_SPLITS),
+              "validation, both", "test, both (after)"]  # fmt: skip
+    return "\n".join(markdown_table(header, table))

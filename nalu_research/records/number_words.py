@@ -191,3 +191,27 @@ def protocols():
     header = ["loss", "lr drop", *(f"validation, split {s}" for s in PROTOCOL_SPLITS),
               "validation, both", "test, both (after)"]  # fmt: skip
     return "\n".join(markdown_table(header, table))
+
+
+RECOMMENDED = PAGE + "number_translation_recommended.json"
+
+
+def served():
+    """The recommended model's SavedModel on the typed phrases (its export's
+    check: served from a process without keras_nalu), each phrase's number,
+    what it served and whether it is within 0.5."""
+    check = record(RECOMMENDED)["served_check"]
+    table = [
+        [f"`{phrase!r}`", f"{number:g}", f"{value:.2f}",
+         "yes" if abs(value - number) <= 0.5 else "**no**"]
+        for phrase, number, value in zip(
+            check["phrases"], check["values"], check["served"], strict=True
+        )
+    ]  # fmt: skip
+    table.append(
+        ["", "", f"{check['within']}/{len(table)} within 0.5",
+         f"{check['flagged']}/5 invalid flagged"]
+    )  # fmt: skip
+    return "\n".join(
+        markdown_table(["phrase", "number", "served", "within 0.5"], table)
+    )

@@ -32,6 +32,7 @@ from keras_nalu import (
     export_saved_model,
 )
 from keras_nalu.regularizers import Sparsity
+from tests import cross_backend_training
 
 # The penalty schedules start at once, so the saved step counters are not 0.
 SCHEDULE = {"regularization_start": 0, "regularization_end": 4}
@@ -175,6 +176,10 @@ if __name__ == "__main__":
     folder.mkdir(parents=True, exist_ok=True)
     if command == "save-load":
         save_load(folder, sources)
+        # Then, in the same process (an import of each backend saved), the
+        # compiled model trained after a load (tests/cross_backend_training.py).
+        (folder / "training").mkdir(exist_ok=True)
+        cross_backend_training.save_load(folder / "training")
     elif command == "export":
         export(folder)
     else:

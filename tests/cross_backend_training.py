@@ -1,5 +1,7 @@
 """Training a `.keras` model on another backend than the one it was saved on
-(docs/backends.md, "Training after a load on another backend").
+(docs/backends.md, "Training after a load on another backend"): what each
+backend's worker process does (`tests.backend_worker save-load` runs it
+after the layers' save and load); tests/test_backends.py checks it.
 
 A compiled model (a NAU and a plain Dense, trained one epoch with Adam) is
 saved on each backend, then loaded on each, one process per backend (the
@@ -10,25 +12,18 @@ file saved on torch and loaded on TensorFlow or JAX: Keras 3.15 saves torch's
 own optimizer class (`keras.src.backend.torch.optimizers.torch_adam.Adam`),
 whose update calls `torch._foreach_*` on the other backend's variables.
 
-    KERAS_BACKEND=jax python -m tests.test_cross_backend_training FOLDER
-
-saves on jax, waits for the other two backends' files in FOLDER, loads them.
+`save_load(FOLDER)` saves on this process's backend, waits for the other
+two backends' files in FOLDER, loads them.
 """
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
-import pytest
 
-from tests.test_backends import BACKENDS, ROOT
-
-pytestmark = pytest.mark.processes
+# The three Keras backends (tests/test_backends.py reads them here).
+BACKENDS = ("tensorflow", "jax", "torch")
 
 # Keras 3.15.1: the pairs where `fit` on the model as loaded fails, and the
 # start of its error.
@@ -153,75 +148,3 @@ def load(folder):
         report[source] = result
     backend = keras.backend.backend()
     (folder / f"loaded_on_{backend}.json").write_text(json.dumps(report))
-
-
-def run_on_every_backend(folder):
-    """`python -m tests.test_cross_backend_training FOLDER` on each backend
-    at once, each in its own process."""
-    processes = {}
-    for backend in BACKENDS:
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        stderr = tempfile.TemporaryFile(mode="w+")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.test_cross_backend_training", str(folder)],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
-        )  # fmt: skip
-        processes[backend] = process, stderr
-    try:
-        for backend, (process, stderr) in processes.items():
-            process.wait(timeout=300)
-            stderr.seek(0)
-            assert process.returncode == 0, f"{backend}: {stderr.read()[-3000:]}"
-    finally:
-        for process, stderr in processes.values():
-            process.kill()
-            process.wait()
-            stderr.close()
-
-
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory):
-    """`{target: {source: result}}` of `load` on every pair."""
-    folder = tmp_path_factory.mktemp("cross_backend_training")
-    run_on_every_backend(folder)
-    return {
-        target: json.loads((folder / f"loaded_on_{target}.json").read_text())
-        for target in BACKENDS
-    }
-
-
-PAIRS = [(source, target) for source in BACKENDS for target in BACKENDS]
-
-
-@pytest.mark.parametrize(("source", "target"), PAIRS)
-def test_a_compiled_model_loads_and_predicts_on_every_pair(loaded, source, target):
-    assert loaded[target][source]["predict"] <= TOLERANCE
-
-
-@pytest.mark.parametrize(("source", "target"), PAIRS)
-def test_a_loaded_model_keeps_training_except_from_torch_elsewhere(
-    loaded, source, target
-):
-    result = loaded[target][source]
-    if (source, target) in FAILS_AS_LOADED:
-        assert result["as_loaded"].startswith(ERROR_AS_LOADED), (
-            f"{source} -> {target} as loaded: {result['as_loaded']} (if it now "
-            "trains, Keras fixed it: update docs/backends.md and this test)"
-        )
-    else:
-        assert result["as_loaded"] == "ok", result
-        # The saved optimizer goes on counting: its state was loaded.
-        assert result["as_loaded_iterations"] == result["iterations"] + 2
-
-
-@pytest.mark.parametrize(("source", "target"), PAIRS)
-def test_a_loaded_model_trains_after_compile_on_every_pair(loaded, source, target):
-    result = loaded[target][source]
-    assert result["after_compile"] == "ok", result
-    assert result["after_compile_iterations"] == 2  # a fresh optimizer
-    assert result["keeping_state"] == "ok", result
-    assert result["keeping_state_iterations"] == result["iterations"] + 2
-
-
-if __name__ == "__main__":
-    save_load(Path(sys.argv[1]))

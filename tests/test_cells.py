@@ -143,7 +143,9 @@ def test_nau_cell_regularizes_its_input_and_state_rows_apart(diagonal_state):
     cell.recurrent_kernel.assign(
         np.array(state if diagonal_state else [[0.875, 0.25], [0.5, 0.75]], "float32")
     )
-    losses = [float(loss) for loss in rnn.losses]  # the kernel's, the state's
+    losses = [
+        float(keras.ops.convert_to_numpy(loss)) for loss in rnn.losses
+    ]  # the kernel's, the state's
     np.testing.assert_allclose(
         losses, [np.mean([0.25, 0.5]), 10 * np.mean(state)], rtol=1e-6
     )

@@ -474,23 +474,30 @@ def nalu_figures(path):
 @pytest.mark.research
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
 def test_number_words_figures_repeat_whatever_shares_the_run(backend, tmp_path):
+    """The model alone, then with the NAC's configuration trained first, in
+    one process of `backend` (this one, or a fresh one for another)."""
     import subprocess
 
-    def figures(name, models):
-        path = tmp_path / f"{name}.json"
-        args = [*REPEATED, "--models", *models, "--json", str(path),
+    def args(name, models):
+        return [*REPEATED, "--models", *models, "--backend", backend,
+                "--json", str(tmp_path / f"{name}.json"),
                 "--checkpoint-dir", str(tmp_path / name)]  # fmt: skip
-        if backend == keras.backend.backend():  # in this process, after others
-            done = run("number_translation.py", args, tmp_path)
-        else:
-            command = [sys.executable, str(EXAMPLES / "number_translation.py"),
-                       *args, "--backend", backend]  # fmt: skip
-            done = subprocess.run(
-                command, capture_output=True, text=True, env=example_env(), check=False
-            )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return nalu_figures(path)
 
-    alone = figures("alone", ["nalu"])
-    assert figures("beside", ["nac", "nalu"]) == alone  # to the last bit
+    runs = [args("alone", ["nalu"]), args("beside", ["nac", "nalu"])]
+    if backend == keras.backend.backend():  # in this process, after others
+        for argv in runs:
+            done = run("number_translation.py", argv, tmp_path)
+            assert done.returncode == 0, done.stderr[-3000:]
+    else:  # both runs in one fresh process of that backend
+        code = (
+            "import sys; from nalu_research.backends import run\n"
+            "for argv in eval(sys.argv[1]): assert run('number_translation', argv) == 0"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, repr(runs)], capture_output=True,
+            text=True, env=example_env(), cwd=tmp_path, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+    alone = nalu_figures(tmp_path / "alone.json")
+    assert nalu_figures(tmp_path / "beside.json") == alone  # to the last bit
     assert len({f[3] for f in alone}) == 2  # the two seeds differ

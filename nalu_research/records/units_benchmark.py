@@ -330,3 +330,83 @@ def recipe():
         "strict success",
     ]
     return "\n".join(markdown_table(header, rows))
+
+
+VARIANTS = PAGE + "units_realnpu_div_variants.json"
+
+
+def _variant(name):
+    """The runs of the variant `name` of the division recipe (`recipe`: the
+    recipe's own record, seeds 0 to 24)."""
+    if name == "recipe":
+        return [r for r in runs(REALNPU_DIV, "realnpu", "div") if r["seed"] < 25]
+    return record(VARIANTS)[name]["runs"]
+
+
+def _mse(value):
+    """2 significant digits, in exponent form below 0.001."""
+    return f"{value:.2g}" if value >= 1e-3 else f"{value:.1e}"
+
+
+# The rows of `variants`: the change, the variants it ran (tensorflow, then
+# jax after `jax:`), a note on the median extrapolation MSE, what happens.
+VARIANT_ROWS = [
+    ("none: the first version (`div_penalty_150k`; on jax `div_penalty_150k_jax`)",
+     ["div_penalty_150k", "jax:div_penalty_150k_jax"], "",
+     "3 seeds on the edge rounded wrong"),
+    ("the NAU's penalty from 170,000 to 180,000: **the recipe** (seeds 0 to 24 of "
+     "`units_realnpu_div.json`, identical run for run to a 25-seed run; "
+     "`div_penalty_170k_jax`)", ["recipe", "jax:div_penalty_170k_jax"], "", ""),
+    ("no learning-rate drop (`div_no_drop`)", ["div_no_drop"], "",
+     "the weights are right but Adam's steps of about 1e-3 around the penalty's "
+     "kink keep them jittering; `snap_weights` makes {snapped} of {seeds} exact, "
+     "as the drop does"),
+    ("the RealNPU's penalty from 150,000 like the NAU's, none holding the "
+     "exponents (`div_exponent_penalty_late`)", ["div_exponent_penalty_late"],
+     " (before the penalty)",
+     "the exponents drift to about 0.9997 and the NAU compensates; the shared "
+     "inputs separate less and the penalty rounds some to 0 (6.8e-05 at 200,000)"),
+    ("exponents drawn by `NAUUniform`, random about ±0.5 (`div_random_exponents`)",
+     ["div_random_exponents"], "",
+     "the constant 1: the penalty rounds the small exponents to 0"),
+    ("exponents started at `(+1, +1)`, a product (`div_product_start`)",
+     ["div_product_start"], "",
+     "the penalty holds the product: the start is the prior"),
+    ("`gated=True`, Heim et al.'s gate started at 0.5 (`div_gated`)", ["div_gated"],
+     "", "the gates close: the constant 1"),
+    ("the NAU's penalty at strength 0.1 or 0.01 instead of 1 "
+     "(`div_nau_strength_0.1`, `_0.01`)",
+     ["div_nau_strength_0.1", "div_nau_strength_0.01"], "",
+     "the same: under Adam the penalty's scale hardly matters once it dominates "
+     "the MSE's gradient; its start does"),
+    ("`NAU(centered_gradient=True)`, what solves a*b above (`div_centered`)",
+     ["div_centered"], "",
+     "the constant 1 by iteration 100,000: the centered gradient loses the means "
+     "that set the hidden sums' scale"),
+    ("NAU started by its default `NAUUniform`, about ±0.24 (`div_default_nau_init`)",
+     ["div_default_nau_init"], " (before the penalty)",
+     "the hidden units start mixed; the penalty rounds them to a wrong split "
+     "(8.3e-05 at 200,000)"),
+]  # fmt: skip
+
+
+def variants():
+    """The division recipe changed one thing at a time: the seeds solved
+    (strict, with the Wilson 95% interval; on jax after `;`), the median
+    extrapolation MSE of each run's best evaluation, and what happens."""
+    rows = []
+    for change, names, note, happens in VARIANT_ROWS:
+        tf = [_variant(n) for n in names if not n.startswith("jax:")]
+        jax = [_variant(n[4:]) for n in names if n.startswith("jax:")]
+        solved = [count(r) for r in tf]
+        if len(set(solved)) == 1 and len(tf) > 1:
+            cell = f"{solved[0]} each"
+        else:
+            cell = count(tf[0], with_interval=True)
+        cell += "".join(f"; jax {count(r)}" for r in jax)
+        median = np.median([r["extrapolation_mse"] for r in tf[0]])
+        snapped = sum(bool(r.get("snapped")) for r in tf[0])
+        rows.append([change, cell, _mse(median) + note,
+                     happens.format(snapped=snapped, seeds=len(tf[0]))])  # fmt: skip
+    header = ["change", "solved", "median extrapolation MSE", "what happens"]
+    return "\n".join(markdown_table(header, rows))

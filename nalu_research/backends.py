@@ -74,6 +74,7 @@ DEFAULTS = {
     "gpu_check": "jax",  # its workers choose their own, jax and torch
     "grid_world": "tensorflow",  # the rows above
     "identity_extrapolation": "tensorflow",
+    "mistry_benchmark": "jax",  # the seed-batched engine, two inputs (docs/units/npu)
     "mixed_formulas": "tensorflow",  # model.fit of small models, as demo
     "mnist_counting": "tensorflow",
     "mnist_parity": "tensorflow",

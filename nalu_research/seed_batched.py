@@ -49,10 +49,16 @@ from keras_nalu import ops as nalu_ops
 from keras_nalu.checkpoints import Checkpoint
 from keras_nalu.gradients import compiled, value_and_grad
 from keras_nalu.initializers import NMUUniform
-from nalu_research.tasks.metrics import paper_scale, sparsity_error, success_threshold
+from nalu_research.tasks.metrics import (
+    mistry_threshold,
+    paper_scale,
+    sparsity_error,
+    success_threshold,
+)
 from nalu_research.tasks.static_arithmetic import (
     TARGETS,
     StaticArithmetic,
+    check_range,
     parse_target,
 )
 
@@ -540,17 +546,106 @@ def counter_uniform(streams, step, shape, low, high):
     return ops.reshape(x, (-1, *shape))
 
 
-def _stream(seed, target):
-    """The id of the batch stream of the run `(target, seed)` (an int32).
+def _stream(seed, target, interpolation=None):
+    """The id of the batch stream of the run `(target, seed)` (an int32), or
+    of `(target, interpolation, seed)` on an interpolation range of the
+    benchmark's `ranges`.
 
     The paper's operations keep the ids they had when they were the only
     targets, `seed * 6 + i` for the `i`-th of `TARGETS`; any other target
-    (an expression) takes a negative id hashed from its name and the seed,
-    apart from those.
+    (an expression), and any run of a benchmark of `ranges`, takes a
+    negative id hashed from its name, the seed and the range, apart from
+    those (so the runs of two ranges draw apart, not one stream rescaled).
     """
+    if interpolation is not None:
+        low, high = interpolation
+        key = f"{target}\0{seed}\0{float(low)!r},{float(high)!r}"
+        return -1 - zlib.crc32(key.encode()) % 2**31
     if target in TARGETS:
         return seed * len(TARGETS) + list(TARGETS).index(target)
     return -1 - zlib.crc32(f"{target}\0{seed}".encode()) % 2**31
+
+
+def l1_beta(step, start, end, every=10_000, growth=10.0):
+    """The weight of the L1 penalty of Heim et al.'s NPU as Mistry et al.'s
+    benchmark steps it (`--regualizer-beta-start/-end/-step/-growth`):
+    `min(start * growth**floor((step - 1) / every), end)` at the update
+    `step` (from 1; their iteration `step - 1`, from 0). `start` and `end`
+    may be tensors `(runs,)`, one per run. (Theirs multiplies by `growth`
+    until the value is at least `end`, which for an `end` that is not
+    `start` times a power of `growth` ends above `end`; their script's are
+    powers of 10.)
+
+    >>> [f"{float(l1_beta(s, 1e-7, 1e-5)):.0e}" for s in (1, 10_000, 10_001, 20_001)]
+    ['1e-07', '1e-07', '1e-06', '1e-05']
+    """
+    start = ops.convert_to_tensor(start, "float32")
+    stage = ops.floor((ops.cast(step, "float32") - 1.0) / float(every))
+    # Late stages overflow to inf, which `end` bounds; but 0 * inf is NaN.
+    grown = ops.minimum(start * ops.power(float(growth), stage), end)
+    return ops.where(start > 0, grown, ops.zeros_like(grown))
+
+
+def _l1(value, operations):
+    """`{operation: (start, end)}` of the `l1` argument: one `(start, end)`
+    for every operation, or a dict of one per operation."""
+    ok = True
+    pairs = dict.fromkeys(operations, value) if not isinstance(value, dict) else value
+    try:
+        checked = {}
+        for operation, pair in pairs.items():
+            start, end = pair
+            start = validation.non_negative_float("start", start)
+            end = validation.non_negative_float("end", end)
+            ok = ok and start <= end
+            checked[operation] = (start, end)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or set(checked) != set(operations):
+        raise ValueError(
+            "Received an invalid value for `l1`, expected None, (start, end) "
+            "with 0 <= start <= end, or {operation: (start, end)} for each of "
+            f"the operations {tuple(operations)}. Received: l1={value!r}"
+        )
+    return checked
+
+
+def _ranges(value, task_kwargs):
+    """`{key: (interpolation, extrapolation)}` of the `ranges` argument: a
+    sequence of pairs (keyed by index) or a dict (JSON keys: int or str),
+    each interpolation range one interval."""
+    expected = (
+        "None, a sequence of (interpolation, extrapolation) pairs or a dict "
+        "{key: (interpolation, extrapolation)} (int or str keys), each "
+        "interpolation range one interval (low, high), each extrapolation "
+        "range an interval or a union of them"
+    )
+    given = {
+        k for k in ("interpolation_range", "extrapolation_range") if k in task_kwargs
+    }
+    if given:
+        raise ValueError(
+            f"Received ranges and {', '.join(sorted(given))}, expected one of "
+            "them: `ranges` holds the interpolation and extrapolation range of "
+            f"each run. Received: ranges={value!r}"
+        )
+    items = value.items() if isinstance(value, dict) else None
+    if items is None and isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    try:
+        found = {}
+        for key, (interpolation, extrapolation) in items or ():
+            if not isinstance(key, (int, str)) or isinstance(key, bool):
+                raise ValueError(key)
+            found[key] = (
+                check_range("interpolation_range", interpolation),
+                check_range("extrapolation_range", extrapolation, union=True),
+            )
+    except (TypeError, ValueError):
+        found = {}
+    if not found:
+        raise validation.invalid("ranges", expected, value)
+    return found
 
 
 def _schedule(value):
@@ -633,9 +728,29 @@ class StaticBenchmark:
             weights, as PyTorch's `clip_grad_norm_` of one model), or None.
         threshold: The extrapolation MSE below which a run counts as solved,
             or None for Madsen & Johansen's simulated threshold of each
-            target (`nalu_research.tasks.success_threshold`).
+            target (`nalu_research.tasks.success_threshold`), `"mistry"`
+            for Mistry et al.'s (`nalu_research.tasks.mistry_threshold`,
+            epsilon 1e-5), or a function of a run's task (a
+            `StaticArithmetic`) to its threshold.
         adam_epsilon: Adam's `epsilon`, or None for Keras's default (1e-7;
             PyTorch's Adam, which Madsen & Johansen's code uses, has 1e-8).
+        ranges: None (every run on the task's ranges), or the ranges the
+            runs train on, each as its own runs: a sequence of
+            `(interpolation, extrapolation)` pairs, keyed by their index, or
+            a dict `{key: (interpolation, extrapolation)}`. The runs are then
+            `(operation, key, seed)` for every operation, range and seed,
+            each drawing its batches from its own interpolation range and
+            stream, with its own threshold; rows carry `range` (the key).
+        clipvalue: Bound of each gradient element's magnitude, applied
+            after `clipnorm` (PyTorch's `clip_grad_value_`, as Mistry et
+            al.'s code applies it after `clip_grad_norm_`), or None.
+        l1: None, or the L1 penalty of Heim et al.'s NPU as Mistry et al.'s
+            benchmark schedules it: `l1_beta(step, start, end, l1_every,
+            l1_growth)` times the sum of `|w|` over every trainable weight
+            of the run, added to each run's loss; `(start, end)` for every
+            operation or `{operation: (start, end)}`.
+        l1_every: Steps between two growths of the L1 weight.
+        l1_growth: The factor of each growth.
         task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
             interpolation range must be one interval (batches are drawn in
             the graph); the extrapolation range may be a union.
@@ -655,6 +770,11 @@ class StaticBenchmark:
         clipnorm=None,
         threshold=None,
         adam_epsilon=None,
+        ranges=None,
+        clipvalue=None,
+        l1=None,
+        l1_every=10_000,
+        l1_growth=10.0,
         **task_kwargs,
     ):
         unit_kinds(model)  # raises for an unknown model
@@ -679,7 +799,7 @@ class StaticBenchmark:
         self.layer_options = _check_options(layer_options)
         if layer_options:
             self._config["layer_options"] = layer_options
-        if threshold is not None:
+        if threshold is not None and not callable(threshold):
             self._config["threshold"] = threshold
         self.adam_epsilon = None
         if adam_epsilon is not None:
@@ -690,7 +810,26 @@ class StaticBenchmark:
             if clipnorm is None
             else validation.positive_float("clipnorm", clipnorm)
         )
+        self.clipvalue = (
+            None
+            if clipvalue is None
+            else validation.positive_float("clipvalue", clipvalue)
+        )
+        if clipvalue is not None:
+            self._config["clipvalue"] = self.clipvalue
         operations = [t.name for t in targets]
+        self.ranges = None if ranges is None else _ranges(ranges, task_kwargs)
+        if ranges is not None:
+            self._config["ranges"] = [[k, *v] for k, v in self.ranges.items()]
+        self.l1 = None if l1 is None else _l1(l1, operations)
+        if l1 is not None:
+            self.l1_every = validation.positive_int("l1_every", l1_every)
+            self.l1_growth = validation.positive_float("l1_growth", l1_growth)
+            self._config["l1"] = {
+                "beta": self.l1,
+                "every": self.l1_every,
+                "growth": self.l1_growth,
+            }
         seeds = [validation.non_negative_int("seeds", s) for s in seeds]
         if not operations or not seeds:
             raise ValueError(
@@ -701,10 +840,28 @@ class StaticBenchmark:
         self.learning_rate = _learning_rate(learning_rate)
         eval_size = validation.positive_int("eval_size", eval_size)
         # The tasks fix the input size, then the model is resolved, once.
-        self.runs = [(op, seed) for op in operations for seed in seeds]
-        self.tasks = [
-            StaticArithmetic(op, seed=seed, **task_kwargs) for op, seed in self.runs
-        ]
+        if self.ranges is None:
+            self.runs = [(op, seed) for op in operations for seed in seeds]
+            self.tasks = [
+                StaticArithmetic(op, seed=seed, **task_kwargs) for op, seed in self.runs
+            ]
+        else:
+            self.runs = [
+                (op, key, seed) for op in operations for key in self.ranges
+                for seed in seeds
+            ]  # fmt: skip
+            self.tasks = [
+                StaticArithmetic(
+                    op,
+                    seed=seed,
+                    interpolation_range=self.ranges[key][0],
+                    extrapolation_range=self.ranges[key][1],
+                    **task_kwargs,
+                )
+                for op, key, seed in self.runs
+            ]
+        self._operations = [run[0] for run in self.runs]
+        self._seeds = [run[-1] for run in self.runs]
         self.input_size = self.tasks[0].input_size
         self.engine_model = EngineModel(
             model, self.input_size, self.layer_options, nmu_center
@@ -721,13 +878,9 @@ class StaticBenchmark:
                 "one interval (low, high): batches are drawn in the graph. "
                 f"Received: interpolation_range={task_kwargs['interpolation_range']}"
             )
-        # The threshold depends on the operation, not on where the slices lie.
-        if threshold is None:
-            thresholds = {op: success_threshold(self._task(op)) for op in operations}
-        else:
-            threshold = validation.positive_float("threshold", threshold)
-            thresholds = dict.fromkeys(operations, threshold)
-        self.thresholds = np.array([thresholds[op] for op, _ in self.runs])
+        self.thresholds = self._thresholds(threshold)
+        if callable(threshold):  # its values, as JSON
+            self._config["threshold"] = self.thresholds.tolist()
         masks = np.zeros((len(self.runs), self.input_size, 2), "float32")
         for i, task in enumerate(self.tasks):
             masks[i, task.a_slice, 0] = 1.0
@@ -740,12 +893,35 @@ class StaticBenchmark:
         # the runs' own targets fused the step otherwise.)
         names = list(dict.fromkeys([*TARGETS, *operations]))
         self._targets_used = [parse_target(name) for name in names]
-        index = [names.index(op) for op, _ in self.runs]
+        index = [names.index(op) for op in self._operations]
         self._op_one_hot = ops.one_hot(np.array(index), len(names))[:, None, :]
-        # A run's batch stream is keyed by its own (seed, target) alone.
+        # A run's batch stream is keyed by its own (seed, target) alone, and
+        # its interpolation range among `ranges`.
         self._streams = ops.convert_to_tensor(
-            np.array([_stream(seed, op) for op, seed in self.runs], "int32")
+            np.array(
+                [
+                    _stream(
+                        seed,
+                        op,
+                        None if self.ranges is None else task.interpolation_range,
+                    )
+                    for op, seed, task in zip(
+                        self._operations, self._seeds, self.tasks, strict=True
+                    )
+                ],
+                "int32",
+            )
         )
+        if self.ranges is None:  # one interval, numbers in the program
+            self._low, self._high = self.tasks[0].interpolation_range
+        else:
+            lows, highs = np.array([t.interpolation_range for t in self.tasks]).T
+            self._low = ops.convert_to_tensor(lows[:, None].astype("float32"))
+            self._high = ops.convert_to_tensor(highs[:, None].astype("float32"))
+        if self.l1 is not None:
+            starts, ends = np.array([self.l1[op] for op in self._operations]).T
+            self._l1_start = ops.convert_to_tensor(starts.astype("float32"))
+            self._l1_end = ops.convert_to_tensor(ends.astype("float32"))
         self.test_sets = {
             split: self._test_set(split, eval_size)
             for split in ("interpolation", "extrapolation")
@@ -755,9 +931,7 @@ class StaticBenchmark:
         # high]), which the optimizer applies after every update, as it does
         # for the layer. A weight the layers do not train stays as drawn, a
         # constant of the program (`constants`), passed to `math` as well.
-        initial, like = self.engine_model.initial_weights(
-            [seed for _, seed in self.runs]
-        )
+        initial, like = self.engine_model.initial_weights(self._seeds)
         self.params, self.constants = {}, {}
         for name, weight in like.items():
             if weight.trainable:
@@ -795,8 +969,36 @@ class StaticBenchmark:
         """The steps trained so far (the optimizer's `iterations`)."""
         return int(ops.convert_to_numpy(self.optimizer.iterations))
 
-    def _task(self, operation):
-        return self.tasks[[op for op, _ in self.runs].index(operation)]
+    def _thresholds(self, threshold):
+        """Per run, its threshold (the `threshold` argument)."""
+        if threshold is None or threshold == "mistry":
+            simulate = success_threshold if threshold is None else mistry_threshold
+            # It depends on the operation and the extrapolation range, not on
+            # where the slices lie: once per operation and range.
+            found = {}
+            for op, task in zip(self._operations, self.tasks, strict=True):
+                key = (op, repr(task.extrapolation_range))
+                if key not in found:
+                    found[key] = simulate(task)
+            values = [
+                found[op, repr(task.extrapolation_range)]
+                for op, task in zip(self._operations, self.tasks, strict=True)
+            ]
+        elif callable(threshold):
+            values = [
+                validation.positive_float("threshold", threshold(task))
+                for task in self.tasks
+            ]
+        else:
+            if isinstance(threshold, str):
+                raise validation.invalid(
+                    "threshold",
+                    "None, 'mistry', a positive number or a function of a task",
+                    threshold,
+                )
+            value = validation.positive_float("threshold", threshold)
+            values = [value] * len(self.runs)
+        return np.array(values)
 
     def _targets(self, x):
         ab = nalu_ops.matmul(x, self._masks)  # (runs, batch, 2): a and b
@@ -813,7 +1015,7 @@ class StaticBenchmark:
         x = np.stack(
             [
                 task.sample(size, split, seed=(seed, 2**31 - 1))[0]
-                for task, (_, seed) in zip(self.tasks, self.runs, strict=True)
+                for task, seed in zip(self.tasks, self._seeds, strict=True)
             ]
         )
         # Targets in float64 by the task itself, then float32.
@@ -824,9 +1026,8 @@ class StaticBenchmark:
 
     def _batch(self, step):
         """The fresh batch `(x, y)` of every run at step `step` (from 1)."""
-        low, high = self.tasks[0].interpolation_range
         shape = (self.batch_size, self.input_size)
-        x = counter_uniform(self._streams, step, shape, low, high)
+        x = counter_uniform(self._streams, step, shape, self._low, self._high)
         return x, self._targets(x)
 
     def _losses(self, params, step):
@@ -840,6 +1041,13 @@ class StaticBenchmark:
             if strength > 0:  # as the layers: no penalty term at strength 0
                 weight = strength * nalu_ops.ramp(step, start, end)
                 loss += weight * self.engine_model.layer_penalty(weights, layer)
+        if self.l1 is not None:
+            beta = l1_beta(step, self._l1_start, self._l1_end, self.l1_every,
+                           self.l1_growth)  # fmt: skip
+            loss += beta * sum(
+                ops.sum(ops.reshape(ops.abs(w), (w.shape[0], -1)), axis=1)
+                for w in params.values()
+            )
         return loss
 
     def _total_loss(self, params, step):
@@ -851,9 +1059,15 @@ class StaticBenchmark:
     def _clipped(self, grads):
         """`grads` (stacked over runs on axis 0) with each run's global norm
         scaled down to at most `clipnorm`, as `clip_grad_norm_` would scale
-        that run's alone."""
-        if self.clipnorm is None:
-            return grads
+        that run's alone, then each element bounded by `clipvalue` (as
+        `clip_grad_value_`, elementwise: per run by construction)."""
+        if self.clipnorm is not None:
+            grads = self._norm_clipped(grads)
+        if self.clipvalue is not None:
+            grads = [ops.clip(g, -self.clipvalue, self.clipvalue) for g in grads]
+        return grads
+
+    def _norm_clipped(self, grads):
         squares = sum(ops.sum(ops.reshape(ops.square(g), (g.shape[0], -1)), axis=1)
                       for g in grads)  # fmt: skip
         scale = ops.minimum(1.0, self.clipnorm / (ops.sqrt(squares) + 1e-6))
@@ -1063,11 +1277,9 @@ class StaticBenchmark:
         (the run did not learn exact arithmetic) or for MLPs."""
         if self.engine_model.kinds is None:
             return [None] * len(self.runs)
-        positive = min(np.ravel(self.tasks[0].interpolation_range)) >= 0
         found = []
-        for index, (task, (_, seed)) in enumerate(
-            zip(self.tasks, self.runs, strict=True)
-        ):
+        for index, (task, seed) in enumerate(zip(self.tasks, self._seeds, strict=True)):
+            positive = min(np.ravel(task.interpolation_range)) >= 0
             data = {}
             for split in ("interpolation", "extrapolation"):
                 x, _ = task.sample(size, split, seed=(seed, 2**31 - 2))
@@ -1099,11 +1311,16 @@ class StaticBenchmark:
         """`{tag: number}` of the evaluation `entry` for TensorBoard, per
         operation: the runs below their threshold, the median interpolation
         and extrapolation MSE and the best extrapolation MSE."""
-        operations = np.array([operation for operation, _ in self.runs])
+        groups = np.array(
+            [
+                operation if self.ranges is None else f"{operation}/range{run[1]}"
+                for operation, run in zip(self._operations, self.runs, strict=True)
+            ]
+        )
         solved = self.solved(entry)
         values = {}
-        for operation in dict.fromkeys(operations):
-            mine = operations == operation
+        for operation in dict.fromkeys(groups):
+            mine = groups == operation
             for split in self.test_sets:
                 errors = np.asarray(entry[split], dtype=np.float64)[mine]
                 values[f"{operation}/{split}_mse_median"] = float(np.median(errors))
@@ -1113,21 +1330,32 @@ class StaticBenchmark:
             values[f"{operation}/solved"] = int(np.sum(solved[mine]))
         return values
 
-    def summarize(self, history):
+    def summarize(self, history, thresholds=None):
         """Per-run results by the strict criterion, from `run()["history"]`.
 
         A run is a success when its extrapolation MSE, at the evaluation with
-        the lowest interpolation MSE, is below the simulated threshold;
-        `solved_at` is the first evaluated iteration below it.
+        the lowest interpolation MSE, is below its threshold (the
+        benchmark's, or `thresholds[i]` for run `i`: e.g. those of another
+        epsilon); `solved_at` is the first evaluated iteration below it.
         """
+        if thresholds is None:
+            thresholds = self.thresholds
+        thresholds = np.asarray(thresholds, dtype=np.float64)
+        if thresholds.shape != (len(self.runs),):
+            raise ValueError(
+                "Received an invalid value for `thresholds`, expected None or "
+                f"one number per run ({len(self.runs)}). Received: "
+                f"thresholds={thresholds.tolist()!r}"
+            )
         interp = np.array([h["interpolation"] for h in history])  # (evals, runs)
         extrap = np.array([h["extrapolation"] for h in history])
         iterations = np.array([h["iteration"] for h in history])
         best = np.argmin(np.where(np.isnan(interp), np.inf, interp), axis=0)
         results = []
-        for i, (operation, seed) in enumerate(self.runs):
+        for i, run in enumerate(self.runs):
+            operation, seed = run[0], run[-1]
             at = best[i]
-            solved = np.nonzero(extrap[:, i] < self.thresholds[i])[0]
+            solved = np.nonzero(extrap[:, i] < thresholds[i])[0]
             sparsity = history[at]["sparsity"]
             results.append(
                 {
@@ -1143,10 +1371,11 @@ class StaticBenchmark:
                     "extrapolation_paper": float(
                         paper_scale(extrap[at, i], self.random_mse["extrapolation"][i])
                     ),
-                    "threshold": float(self.thresholds[i]),
-                    "success": bool(extrap[at, i] < self.thresholds[i]),
+                    "threshold": float(thresholds[i]),
+                    "success": bool(extrap[at, i] < thresholds[i]),
                     "solved_at": int(iterations[solved[0]]) if solved.size else None,
                     "sparsity_error": None if sparsity is None else sparsity[i],
+                    **({} if self.ranges is None else {"range": run[1]}),
                 }
             )
         return results

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from nalu_research.experiments.division_benchmark import (
-    RANGES,
     TASK,
     UNITS,
     DivisionBenchmark,
     layer_options,
 )
 from nalu_research.tasks import StaticArithmetic
+from nalu_research.tasks.static_arithmetic import MISTRY_RANGES
 from tests.processes import run_in_process, tensorboard_scalars
 from tests.test_export import serve_in_fresh_process
 
@@ -34,7 +34,7 @@ def test_the_task_is_two_adjacent_inputs_of_ten():
         assert 0 <= a.start <= 8
     x, y = task.sample(4, "train", seed=0)
     np.testing.assert_allclose(y[:, 0], x[:, a.start] / x[:, b.start], rtol=1e-6)
-    assert len(RANGES) == 9
+    assert len(MISTRY_RANGES) == 9
 
 
 @pytest.mark.research  # parse_args checks that matplotlib can draw the plot

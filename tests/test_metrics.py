@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from nalu_research.tasks import (
@@ -5,11 +6,13 @@ from nalu_research.tasks import (
     mean_interval,
     mean_squared_error,
     metrics,
+    mistry_threshold,
     paper_scale,
     sparsity_error,
     success_threshold,
     wilson_interval,
 )
+from nalu_research.tasks.static_arithmetic import MISTRY_RANGES, TWO_INPUTS_TASK
 
 
 def test_mean_squared_error_by_hand():
@@ -145,3 +148,65 @@ def test_mean_interval_by_hand():
 def test_mean_interval_rejects_too_few_or_invalid_values(values):
     with pytest.raises(ValueError, match="`values`"):
         mean_interval(values)
+
+
+# Mistry et al.'s threshold (their generate_exp_thresholds.r) of three rows of
+# their exp_setups.csv at its epsilon 1e-05, each checked by hand before it
+# was written here: add on U[-40, -20] is eps^2 (2 E x^2 + 2 (E|x|)^2) with E
+# x^2 = 2800/3 and E|x| = 30; div on U[0.2, 2] is (2 eps / (1 + eps))^2 E x^2
+# E x^-2 = 4e-10 * 1.48 * 2.5 / (1 + eps)^2; mul on U[2, 6] is (2 eps -
+# eps^2)^2 (E x^2)^2 with E x^2 = 52/3; and each also by a Monte Carlo of
+# their formulas on 2e6 draws, written apart from the package.
+@pytest.mark.parametrize(
+    "operation, extrapolation, expected",
+    [
+        ("add", (-40.0, -20.0), 3.667e-07),
+        ("div", (0.2, 2.0), 1.480e-09),
+        ("mul", (2.0, 6.0), 1.202e-07),
+    ],
+)
+def test_mistry_threshold_of_rows_of_their_exp_setups(
+    operation, extrapolation, expected
+):
+    task = StaticArithmetic(
+        operation, extrapolation_range=extrapolation, **TWO_INPUTS_TASK
+    )
+    assert mistry_threshold(task) == pytest.approx(expected, rel=1e-3)
+    # Thresholds scale as epsilon^2 (their generator's 1e-4: 100 times).
+    assert mistry_threshold(task, epsilon=1e-4) == pytest.approx(
+        100 * expected, rel=2e-3
+    )
+
+
+@pytest.mark.parametrize("operation", metrics.MISTRY_OPERATIONS)
+@pytest.mark.parametrize("index", [0, 4, 5])  # negative, mirrored, straddling 1
+@pytest.mark.parametrize("input_size", [2, 10])  # with 8 irrelevant inputs
+def test_mistry_threshold_closed_form_agrees_with_their_simulation(
+    operation, index, input_size
+):
+    """The exact value where a and b are single inputs, against the Monte
+    Carlo of their `simulate.mse` (which the closed form replaces there)."""
+    task = StaticArithmetic(
+        operation,
+        input_size=input_size,
+        subset_ratio=1 / input_size,
+        overlap_ratio=0.0,
+        extrapolation_range=MISTRY_RANGES[index][1],
+        seed=3,
+    )
+    simulated = metrics._simulated_mistry(task, 1e-5, 400_000, seed=0)
+    assert mistry_threshold(task) == pytest.approx(simulated, rel=0.03)
+
+
+def test_mistry_threshold_simulates_wider_slices_and_refuses_other_targets():
+    wide = StaticArithmetic("mul", input_size=4, subset_ratio=0.5, overlap_ratio=0.0)
+    value = mistry_threshold(wide, samples=100_000, seed=5)
+    assert value == metrics._simulated_mistry(wide, 1e-5, 100_000, 5)
+    # a, b sums of two inputs on U[2, 6]: (2 eps - eps^2)^2 (E (x+y)^2)^2.
+    second = 2 * 52 / 3 + 2 * 16
+    assert value == pytest.approx((2e-5 - 1e-10) ** 2 * second**2, rel=0.03)
+    with pytest.raises(ValueError, match="`task`.*'add', 'sub', 'mul', 'div'"):
+        mistry_threshold(StaticArithmetic("square"))
+    with pytest.raises(ValueError, match="`epsilon`.*Received: epsilon=0"):
+        mistry_threshold(wide, epsilon=0)
+    assert np.isfinite(mistry_threshold(wide, epsilon=0.5, samples=1000))

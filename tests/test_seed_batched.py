@@ -23,7 +23,8 @@ from nalu_research.seed_batched import (
     initial_splits,
     set_initial_splits,
 )
-from nalu_research.tasks import StaticArithmetic, sparsity_error
+from nalu_research.tasks import StaticArithmetic, mistry_threshold, sparsity_error
+from nalu_research.tasks.static_arithmetic import MISTRY_RANGES, TWO_INPUTS_TASK
 from tests.processes import (
     example_env,
     kill_when_written,
@@ -1054,3 +1055,148 @@ def test_the_benchmark_trains_a_realnpu_without_its_gate_and_reports_sparsity(
     assert re.search(r"\| a/b \| [-\d]+, sparsity [\d.e-]+ \|", done.stdout)
     runs = json.loads((tmp_path / "r.json").read_text())["runs"]
     assert all(0 <= r["sparsity_error"] <= 0.5 for r in runs)
+
+
+# Mistry et al.'s benchmark in one program: ranges, their threshold, value
+# clipping and the NPU's stepped L1.
+TWO_RANGES = {0: MISTRY_RANGES[0], 6: MISTRY_RANGES[6]}
+
+
+def ranged(operations=("add", "mul"), seeds=(0, 1), **kwargs):
+    return small("single-nau", list(operations), list(seeds), ranges=TWO_RANGES,
+                 **TWO_INPUTS_TASK, **kwargs)  # fmt: skip
+
+
+def test_each_range_is_its_own_runs_drawing_from_its_own_range():
+    bench = ranged()
+    assert bench.runs == [
+        (op, key, seed) for op in ("add", "mul") for key in (0, 6) for seed in (0, 1)
+    ]
+    x = to_numpy(bench._batch(7)[0])
+    extrapolation = to_numpy(bench.test_sets["extrapolation"][0])
+    for i, (_, key, _) in enumerate(bench.runs):
+        (low, high), (far_low, far_high) = TWO_RANGES[key]
+        assert low <= x[i].min() and x[i].max() < high
+        assert x[i].max() - x[i].min() > 0.8 * (high - low)  # spread over it
+        assert far_low <= extrapolation[i].min()
+        assert extrapolation[i].max() <= far_high
+    # Two ranges of one (operation, seed) draw apart, not one stream rescaled.
+    unit = [(x[i] - TWO_RANGES[k][0][0]) / np.ptp(TWO_RANGES[k][0])
+            for i, (_, k, _) in enumerate(bench.runs)]  # fmt: skip
+    assert np.abs(unit[0] - unit[2]).max() > 0.1
+    # The default runs keep their streams: (op, seed) alone.
+    assert to_numpy(small("nau", "add", [3])._streams).tolist() == [3 * 6]
+
+
+def test_a_run_of_a_range_trains_as_it_would_alone():
+    together = ranged(["mul"], [1], regularization=None)
+    alone = small("single-nau", "mul", [1], ranges={6: MISTRY_RANGES[6]},
+                  regularization=None, **TWO_INPUTS_TASK)  # fmt: skip
+    for bench in (together, alone):
+        bench._train_chunk(10)
+    np.testing.assert_allclose(
+        to_numpy(together.params["kernel_0"])[1],
+        to_numpy(alone.params["kernel_0"])[0],
+        rtol=1e-5,
+    )
+
+
+def test_thresholds_are_per_run_and_rows_carry_the_range():
+    bench = ranged(threshold="mistry")
+    expected = [mistry_threshold(task) for task in bench.tasks]
+    np.testing.assert_allclose(bench.thresholds, expected)
+    assert len(set(bench.thresholds.tolist())) == 4  # (op, range)
+    own = ranged(threshold=lambda task: mistry_threshold(task, epsilon=1e-4))
+    np.testing.assert_allclose(own.thresholds, 100 * np.array(expected), rtol=1e-3)
+    assert own._config["threshold"] == own.thresholds.tolist()
+    # M&J's simulated threshold (the default), per operation and range.
+    default = ranged()
+    assert default.thresholds[0] != default.thresholds[2]
+    result = bench.run(20, eval_every=10)
+    rows = bench.summarize(result["history"])
+    assert [(r["operation"], r["range"], r["seed"]) for r in rows] == bench.runs
+    assert [r["threshold"] for r in rows] == pytest.approx(expected)
+    looser = bench.summarize(result["history"], thresholds=bench.thresholds * 1e15)
+    assert [r["threshold"] for r in looser] == pytest.approx(bench.thresholds * 1e15)
+    assert all(r["success"] for r in looser) and {r["solved_at"] for r in looser} == {0}
+    with pytest.raises(ValueError, match="`thresholds`, expected None or one number"):
+        bench.summarize(result["history"], thresholds=[1.0])
+    assert set(bench.scalars(result["history"][-1])) >= {
+        "add/range0/solved", "mul/range6/extrapolation_mse_best"}  # fmt: skip
+
+
+def test_clipvalue_bounds_each_gradient_element_after_the_norm():
+    plain = ranged(regularization=None)
+    clipped = ranged(regularization=None, clipvalue=0.1, clipnorm=5.0)
+    params = [v.value for v in plain.params.values()]
+    raw = [to_numpy(g) for g in seed_batched.value_and_grad(plain._total_loss)(
+        params, 1)[1]]  # fmt: skip
+    assert max(np.abs(g).max() for g in raw) > 1  # so the bounds bite
+    norms = np.sqrt(sum(np.sum(g.reshape(len(g), -1) ** 2, axis=1) for g in raw))
+    scale = np.minimum(1.0, 5.0 / (norms + 1e-6))
+    got = clipped._clipped([ops.convert_to_tensor(g) for g in raw])
+    for g, one in zip(raw, got, strict=True):
+        expected = np.clip(g * scale.reshape(-1, *[1] * (g.ndim - 1)), -0.1, 0.1)
+        np.testing.assert_allclose(to_numpy(one), expected, rtol=1e-6)
+    # And training with it: Adam's first step moves each weight by lr at most.
+    before = to_numpy(clipped.params["kernel_0"])
+    clipped._train_chunk(1)
+    assert np.abs(to_numpy(clipped.params["kernel_0"]) - before).max() <= 1.001e-3
+
+
+def test_l1_beta_steps_by_its_growth_up_to_its_end():
+    steps = [1, 10_000, 10_001, 20_000, 20_001, 30_001, 50_001]
+    got = [float(seed_batched.l1_beta(s, 1e-7, 1e-5)) for s in steps]
+    assert got == pytest.approx([1e-7, 1e-7, 1e-6, 1e-6, 1e-5, 1e-5, 1e-5])
+    got = [float(seed_batched.l1_beta(s, 1e-9, 1e-7, 5, 2.0)) for s in (5, 6, 11, 50)]
+    # 2**6 * 1e-9 is under 1e-7, 2**7 * 1e-9 over it: capped there.
+    assert got == pytest.approx([1e-9, 2e-9, 4e-9, 1e-7])
+    # Per run: each operation's own (start, end).
+    per_run = seed_batched.l1_beta(20_001, ops.convert_to_tensor([1e-7, 1e-9]),
+                                   ops.convert_to_tensor([1e-5, 1e-7]))  # fmt: skip
+    np.testing.assert_allclose(to_numpy(per_run), [1e-5, 1e-7], rtol=1e-6)
+    # Stages past float32's range stay at the end, and a start of 0 at 0.
+    assert float(seed_batched.l1_beta(10**6, 1e-7, 1e-5, every=1)) == pytest.approx(
+        1e-5
+    )
+    assert float(seed_batched.l1_beta(10**6, 0.0, 1e-5, every=1)) == 0.0
+
+
+def test_the_l1_penalty_adds_beta_times_the_runs_absolute_weights():
+    betas = {"add": (1e-3, 1e-1), "mul": (1e-2, 1e-2)}
+    bench = ranged(regularization=None, l1=betas, l1_every=100, l1_growth=10.0)
+    plain = ranged(regularization=None)
+    params = {name: weight.value for name, weight in bench.params.items()}
+    total = sum(np.abs(to_numpy(w)).reshape(len(bench.runs), -1).sum(axis=1)
+                for w in params.values())  # fmt: skip
+    for step, add_beta in [(1, 1e-3), (101, 1e-2), (201, 1e-1), (10_001, 1e-1)]:
+        beta = np.array([add_beta if op == "add" else 1e-2 for op, _, _ in bench.runs])
+        np.testing.assert_allclose(
+            to_numpy(bench._losses(params, step)),
+            to_numpy(plain._losses(params, step)) + beta * total,
+            rtol=1e-5,
+        )
+    assert bench._config["l1"]["beta"] == {"add": (1e-3, 1e-1), "mul": (1e-2, 1e-2)}
+    assert "l1" not in plain._config and "ranges" in plain._config
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"ranges": []}, "`ranges`, expected None, a sequence"),
+        ({"ranges": [((2.0, 1.0), (2.0, 6.0))]}, "`ranges`.*interpolation range one"),
+        ({"ranges": [((1.0, 2.0), (2.0, 6.0))], "interpolation_range": (1.0, 2.0)},
+         "ranges and interpolation_range, expected one of them"),
+        ({"ranges": {1.5: ((1.0, 2.0), (2.0, 6.0))}}, "`ranges`.*int or str keys"),
+        ({"clipvalue": 0.0}, "`clipvalue`.*clipvalue=0.0"),
+        ({"l1": (1e-5, 1e-7)}, "`l1`, expected None, \\(start, end\\) with 0 <= start"),
+        ({"l1": {"mul": (1e-7, 1e-5)}}, "`l1`.*operations \\('add',\\)"),
+        ({"l1": (0.0, 1.0), "l1_every": 0}, "`l1_every`.*l1_every=0"),
+        ({"l1": (0.0, 1.0), "l1_growth": -1.0}, "`l1_growth`.*l1_growth=-1.0"),
+        ({"threshold": "madsen"}, "`threshold`, expected None, 'mistry'"),
+        ({"threshold": lambda task: 0.0}, "`threshold`.*threshold=0.0"),
+    ],
+)  # fmt: skip
+def test_invalid_benchmark_arguments_of_mistrys_benchmark_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        StaticBenchmark("nac", "add", [0], **kwargs)

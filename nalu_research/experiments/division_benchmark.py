@@ -55,20 +55,8 @@ from nalu_research.monitoring import markdown_table
 from nalu_research.seed_batched import StaticBenchmark
 from nalu_research.serving import Export
 from nalu_research.tasks import wilson_bars, wilson_interval
-from nalu_research.tasks.static_arithmetic import describe_range
+from nalu_research.tasks.static_arithmetic import MISTRY_RANGES, describe_range
 
-# Their nine (interpolation, extrapolation) ranges, in their order.
-RANGES = (
-    ((-20.0, -10.0), (-40.0, -20.0)),
-    ((-2.0, -1.0), (-6.0, -2.0)),
-    ((-1.2, -1.1), (-6.1, -1.2)),
-    ((-0.2, -0.1), (-2.0, -0.2)),
-    ((-2.0, 2.0), ((-6.0, -2.0), (2.0, 6.0))),
-    ((0.1, 0.2), (0.2, 2.0)),
-    ((1.0, 2.0), (2.0, 6.0)),
-    ((1.1, 1.2), (1.2, 6.0)),
-    ((10.0, 20.0), (20.0, 40.0)),
-)
 TASK = {"input_size": 10, "subset_ratio": 0.1, "overlap_ratio": 0.0}
 PUBLISHED = 0.916  # the NMRU's success over the 225 runs (Mistry et al.)
 # Each unit with the recipe of Mistry et al.'s script for it: the engine's
@@ -104,7 +92,7 @@ def tables(results, args):
         at = [r["solved_at"] for r in runs if r["solved_at"] is not None]
         median = f"{int(np.median(at)):,}" if at else "-"
         snapped = sum(r["formula"] is not None for r in runs)
-        interpolation, extrapolation = RANGES[index]
+        interpolation, extrapolation = MISTRY_RANGES[index]
         rows.append(
             [
                 index,
@@ -143,7 +131,9 @@ def plot(results, args, plt):
     ax.axhline(PUBLISHED, color="k", linestyle="--", linewidth=1,
                label=f"NMRU, Mistry et al., all ranges ({PUBLISHED:.1%})")  # fmt: skip
     ax.set_xticks(range(len(rates)))
-    ax.set_xticklabels([describe_range(RANGES[i][0]) for i in args.ranges], fontsize=7)
+    ax.set_xticklabels(
+        [describe_range(MISTRY_RANGES[i][0]) for i in args.ranges], fontsize=7
+    )
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate")
     ax.set_title(f"a/b, one {name}, 10 inputs: {args.seeds} seeds per range, "
@@ -185,8 +175,8 @@ class DivisionBenchmark(Experiment):
             "--ranges",
             type=int,
             nargs="+",
-            choices=range(len(RANGES)),
-            default=list(range(len(RANGES))),
+            choices=range(len(MISTRY_RANGES)),
+            default=list(range(len(MISTRY_RANGES))),
             help="indices of the ranges to run (default all nine)",
         )
         parser.add_argument(
@@ -234,7 +224,7 @@ class DivisionBenchmark(Experiment):
         """Trains the seeds of the range `run`; returns its runs' rows, and
         keeps the first solved run that snapped to exact weights."""
         (index,) = run
-        interpolation, extrapolation = RANGES[index]
+        interpolation, extrapolation = MISTRY_RANGES[index]
         bench = StaticBenchmark(
             UNITS[args.unit]["model"],
             "div",

@@ -14,9 +14,9 @@ THEIR_CODE = PAGE + "division_benchmark_mistry_code.json"
 
 
 def _ranges():
-    from nalu_research.experiments.division_benchmark import RANGES
+    from nalu_research.tasks.static_arithmetic import MISTRY_RANGES
 
-    return RANGES
+    return MISTRY_RANGES
 
 
 def _describe(value_range):

@@ -12,6 +12,7 @@ from nalu_research.tasks.identity import PAPER_TABLE_5, identity_batches, identi
 from nalu_research.tasks.metrics import (
     mean_interval,
     mean_squared_error,
+    mistry_threshold,
     paper_scale,
     sparsity_error,
     success_threshold,
@@ -40,6 +41,7 @@ __all__ = [
     "StaticArithmetic",
     "mean_interval",
     "mean_squared_error",
+    "mistry_threshold",
     "paper_scale",
     "sparsity_error",
     "success_threshold",

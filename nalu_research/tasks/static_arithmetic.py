@@ -212,6 +212,26 @@ OPERATIONS = {key: parse_target(key).numpy for key in TARGETS}
 
 SPLITS = ("train", "interpolation", "extrapolation")
 
+# The nine (interpolation, extrapolation) ranges of Mistry, Farrahi & Hare's
+# single-module benchmark ("A Primer for Neural Arithmetic Logic Modules",
+# JMLR 2022; their script single_layer_benchmark.sh), in their order: the
+# ranges of every benchmark here that follows theirs.
+MISTRY_RANGES = (
+    ((-20.0, -10.0), (-40.0, -20.0)),
+    ((-2.0, -1.0), (-6.0, -2.0)),
+    ((-1.2, -1.1), (-6.1, -1.2)),
+    ((-0.2, -0.1), (-2.0, -0.2)),
+    ((-2.0, 2.0), ((-6.0, -2.0), (2.0, 6.0))),
+    ((0.1, 0.2), (0.2, 2.0)),
+    ((1.0, 2.0), (2.0, 6.0)),
+    ((1.1, 1.2), (1.2, 6.0)),
+    ((10.0, 20.0), (20.0, 40.0)),
+)
+# Their two-input task (`--input-size 2 --subset-ratio 0.5 --overlap-ratio
+# 0`): `a` and `b` are one input each, `a = x[0]` and `b = x[1]`, as
+# `StaticArithmetic` keyword arguments.
+TWO_INPUTS_TASK = {"input_size": 2, "subset_ratio": 0.5, "overlap_ratio": 0.0}
+
 # Table 1 of the paper (static task), on its scale: (interpolation,
 # extrapolation) per model ("relu6", "linear" for its "None", "nac", "nalu").
 PAPER_TABLE_1 = paper.table("table_1_static")

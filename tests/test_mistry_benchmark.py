@@ -1,0 +1,142 @@
+"""Mistry et al.'s single-module benchmark: its recipes, its table and a run
+of examples/mistry_benchmark.py at a tiny budget (two units, two ranges,
+two seeds)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from nalu_research.experiments import mistry_benchmark
+from nalu_research.experiments.mistry_benchmark import (
+    RECIPES,
+    MistryBenchmark,
+    benchmark,
+    best_units,
+    nac_range,
+    tables,
+)
+from tests.processes import run_in_process
+
+pytestmark = pytest.mark.research  # scipy, and the plot's matplotlib
+
+
+def parse_args(argv):
+    return MistryBenchmark().parse_args(argv)
+
+
+def test_their_nac_range_solves_their_variance_equation():
+    r = nac_range()
+    variance = (1 - np.tanh(r) / r) * (r - np.tanh(r / 2)) / (2 * r)
+    assert 5 * variance == pytest.approx(2.0, abs=1e-9)  # fan max(2 + 1, 5)
+    assert 1 < r < 10  # far beyond glorot's 1.41: the NAC starts saturated
+    assert nac_range(10, 10) < r  # a larger fan, a smaller range
+
+
+def test_each_unit_trains_by_its_recipe():
+    args = parse_args(["--ranges", "6", "--seeds", "1", "--eval-size", "16"])
+    inalu = benchmark("inalu", args)
+    assert (inalu.clipvalue, inalu.clipnorm) == (0.1, None)
+    assert inalu.schedules == {0: (4.0, 10_000, 10_000)}
+    npu = benchmark("npu", args)
+    assert npu.schedules == {} and npu.learning_rate == 5e-3
+    assert npu.l1 == {"add": (1e-7, 1e-5), "sub": (1e-7, 1e-5),
+                      "mul": (1e-7, 1e-5), "div": (1e-9, 1e-7)}  # fmt: skip
+    nmru = benchmark("nmru", args)
+    assert (nmru.clipnorm, nmru.learning_rate) == (1.0, 1e-2)
+    assert nmru.engine_model.layers[0].sign_retrieval
+    nau = benchmark("nau-centered", args)
+    assert nau.engine_model.layers[0].centered_gradient
+    assert nau.schedules == {0: (0.01, 20_000, 35_000)}
+    for bench in (inalu, npu, nmru, nau):  # their Adam: PyTorch's epsilon
+        assert bench.adam_epsilon == 1e-8
+        assert bench.runs == [(op, 6, 0) for op in ("add", "sub", "mul", "div")]
+    # Every recipe says what it is, and where it is not theirs.
+    assert all(recipe["description"] for recipe in RECIPES.values())
+    assert "Without their reinitialisation" in RECIPES["inalu"]["description"]
+    assert "Unlike theirs (unclipped)" in RECIPES["realnpu"]["description"]
+
+
+def _rows(wins, solved_at):
+    """Rows of one cell per unit: `wins[unit]` of 4 seeds solved, at
+    `solved_at[unit]`."""
+    return [
+        {"unit": unit, "operation": "div", "range": 2, "seed": seed,
+         "success": {"1e-05": seed < wins[unit]},
+         "solved_at": {"1e-05": solved_at[unit] if seed < wins[unit] else None}}
+        for unit in wins for seed in range(4)
+    ]  # fmt: skip
+
+
+def test_the_best_unit_has_the_most_successes_then_the_earliest():
+    units = ["nau", "nmu", "npu"]
+    rows = _rows({"nau": 3, "nmu": 3, "npu": 1}, {"nau": 9000, "nmu": 4000, "npu": 0})
+    assert best_units(rows, units, "div", 2, 1e-5) == {"nmu"}
+    rows = _rows({"nau": 2, "nmu": 2, "npu": 0}, {"nau": 5000, "nmu": 5000, "npu": 0})
+    assert best_units(rows, units, "div", 2, 1e-5) == {"nau", "nmu"}
+    rows = _rows(dict.fromkeys(units, 0), dict.fromkeys(units, 0))
+    assert best_units(rows, units, "div", 2, 1e-5) == set()  # none is best
+    args = parse_args(["--units", "nau", "nmu", "npu", "--operations", "div",
+                       "--ranges", "2"])  # fmt: skip
+    rows = _rows({"nau": 3, "nmu": 1, "npu": 0}, {"nau": 1000, "nmu": 0, "npu": 0})
+    line = [t for t in tables(rows, args) if t.startswith("| 2 |")]
+    assert line == ["| 2 | U[-1.2, -1.1] | U[-6.1, -1.2] | **3/4** [0.30, 0.95] "
+                    "| 1/4 [0.05, 0.70] | 0/4 [0.00, 0.49] |"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--units", "nau", "nau"], "--units names a value twice"),
+        (["--ranges", "9"], "invalid choice: 9"),
+        (["--units", "gnalu"], "invalid choice: 'gnalu'"),
+        (["--epsilon", "2"], "--epsilon takes numbers in (0, 1)"),
+    ],
+)
+def test_bad_options_are_refused(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_a_tiny_grid_prints_its_tables_and_writes_its_record(tmp_path):
+    result = run_in_process(
+        "mistry_benchmark", "--units", "nau", "nmu", "--ranges", "0", "6",
+        "--seeds", "2", "--iterations", "200", "--eval-every", "100",
+        "--eval-size", "256", "--json", str(tmp_path / "m.json"),
+        "--checkpoint-dir", str(tmp_path / "ck"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    header = "| range | interpolation | extrapolation | NAU | NMU |"
+    assert out.count(header) == 4  # one table per operation
+    for operation in ("a+b", "a-b", "a*b", "a/b"):
+        assert f"{operation}: solved at epsilon 1e-05" in out
+    cells = r"( \**\d/2\** \[\d\.\d\d, \d\.\d\d\] \|){2}"
+    assert (
+        len(re.findall(r"\| 0 \| U\[-20, -10\] \| U\[-40, -20\] \|" + cells, out)) == 4
+    )
+    assert len(re.findall(r"\| 6 \| U\[1, 2\] \| U\[2, 6\] \|" + cells, out)) == 4
+    data = json.loads((tmp_path / "m.json").read_text())
+    assert set(data) >= {"runs", "ms_per_run_iteration", "wall_seconds", "recipes",
+                         "ranges", "arguments", "backend"}  # fmt: skip
+    assert set(data["ms_per_run_iteration"]) == {"nau", "nmu"}
+    runs = data["runs"]
+    assert len(runs) == 2 * 4 * 2 * 2  # units x operations x ranges x seeds
+    assert set(runs[0]) == {
+        "unit", "operation", "range", "seed", "success", "solved_at", "threshold",
+        "iteration", "interpolation_mse", "extrapolation_mse", "sparsity_error",
+    }  # fmt: skip
+    assert set(runs[0]["success"]) == {"1e-05", "0.0001"}
+    # Their thresholds: rows of their exp_setups.csv (tests/test_metrics.py),
+    # at epsilon 1e-5 and, 100 times larger, at 1e-4.
+    add = next(r for r in runs if (r["operation"], r["range"]) == ("add", 0))
+    mul = next(r for r in runs if (r["operation"], r["range"]) == ("mul", 6))
+    assert add["threshold"]["1e-05"] == pytest.approx(3.667e-07, rel=1e-3)
+    assert mul["threshold"]["1e-05"] == pytest.approx(1.202e-07, rel=1e-3)
+    assert add["threshold"]["0.0001"] == pytest.approx(3.667e-05, rel=1e-3)
+    assert {r["iteration"] for r in runs} <= {0, 100, 200}
+    assert (tmp_path / "m.png").stat().st_size > 1000
+    assert not (tmp_path / "ck").exists()
+    assert mistry_benchmark.RECIPES["nau"]["model"] == data["recipes"]["nau"]["model"]

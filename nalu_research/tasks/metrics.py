@@ -54,17 +54,19 @@ def success_threshold(task, epsilon=1e-5, samples=1_000_000, seed=0):
     """
     # Simulated once per process for what it depends on (a benchmark builds
     # the same task for every seed, the tests build many benchmarks).
-    return _cached(_simulated_threshold, task, epsilon, samples, seed)
+    return _cached(
+        "madsen-johansen", _simulated_threshold, task, epsilon, samples, seed
+    )
 
 
 _THRESHOLDS = {}
 
 
-def _cached(simulate, task, epsilon, samples, seed):
+def _cached(kind, simulate, task, epsilon, samples, seed):
     """`simulate(task, epsilon, samples, seed)`, once per process for what it
-    depends on."""
+    depends on (`kind`: which threshold)."""
     key = (
-        simulate.__name__,
+        kind,
         task.operation,
         task.input_size,
         (task.a_slice.start, task.a_slice.stop),
@@ -161,7 +163,7 @@ def mistry_threshold(task, epsilon=1e-5, samples=1_000_000, seed=1234):
     moments = _moments(task.extrapolation_range)
     if single and not (task.operation == "div" and not np.isfinite(moments[2])):
         return _closed_mistry(task.operation, task.input_size, float(epsilon), moments)
-    return _cached(_simulated_mistry, task, epsilon, samples, seed)
+    return _cached("mistry", _simulated_mistry, task, epsilon, samples, seed)
 
 
 def _moments(value_range):

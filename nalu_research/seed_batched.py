@@ -751,6 +751,12 @@ class StaticBenchmark:
             operation or `{operation: (start, end)}`.
         l1_every: Steps between two growths of the L1 weight.
         l1_growth: The factor of each growth.
+        penalty_gate: Whether each run's layer penalties are multiplied by
+            its entry of `penalty_gate`, a non-trainable `(runs,)` variable
+            starting at 1 that an `after_eval` hook of `run` may set (e.g.
+            Mistry et al.'s iNALU, penalized only while its interpolation
+            MSE is below 1: `InaluProtocol`). It is saved with the
+            checkpoint. False: no gate, the program as without it.
         task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
             interpolation range must be one interval (batches are drawn in
             the graph); the extrapolation range may be a union.
@@ -775,6 +781,7 @@ class StaticBenchmark:
         l1=None,
         l1_every=10_000,
         l1_growth=10.0,
+        penalty_gate=False,
         **task_kwargs,
     ):
         unit_kinds(model)  # raises for an unknown model
@@ -954,6 +961,15 @@ class StaticBenchmark:
             if v is self.optimizer.iterations
         )
         self._variables = [*self.params.values(), *self.optimizer.variables]
+        self.penalty_gate = None
+        if penalty_gate:
+            self._config["penalty_gate"] = True
+            # After the optimizer's variables: the state the steps thread.
+            self.penalty_gate = keras.Variable(
+                np.ones(len(self.runs), "float32"), trainable=False,
+                name="penalty_gate",
+            )  # fmt: skip
+            self._variables.append(self.penalty_gate)
         # JAX and torch train on values (Keras's stateless optimizer step;
         # on torch 2.6 times faster here than updating in place); Keras's
         # TensorFlow optimizer has no stateless step: it updates in place.
@@ -968,6 +984,42 @@ class StaticBenchmark:
     def step(self):
         """The steps trained so far (the optimizer's `iterations`)."""
         return int(ops.convert_to_numpy(self.optimizer.iterations))
+
+    def effective_weights(self, layer=0):
+        """`{name: array (runs, ...)}`: layer `layer`'s effective weights
+        (its `effective_weights`) of the runs' current weights, as NumPy
+        arrays; `{}` for an MLP."""
+        if self.engine_model.kinds is None:
+            return {}
+        unit = self.engine_model.layers[layer]
+        found = unit.effective_weights(_layer_weights(self._weights(), layer))
+        return {name: ops.convert_to_numpy(value) for name, value in found.items()}
+
+    def reinitialize(self, runs, draw):
+        """Re-draws the trainable weights of the runs of indices `runs`, as
+        Mistry et al.'s iNALU reinitialisation does (`reset_parameters`):
+        run `i` takes those of `engine_model.build` for a seed hashed from
+        its own seed and `draw` (e.g. the iteration), so a resumed run draws
+        the same. Adam's moments and step and the other runs are untouched,
+        as in theirs."""
+        indices = [int(i) for i in np.ravel(np.asarray(runs, dtype=np.int64))]
+        if any(not 0 <= i < len(self.runs) for i in indices):
+            raise ValueError(
+                "Received an invalid value for `runs`, expected indices of runs "
+                f"in [0, {len(self.runs)}). Received: runs={runs!r}"
+            )
+        draw = validation.non_negative_int("draw", draw)
+        if not indices:
+            return
+        seeds = [
+            zlib.crc32(f"reinitialize\0{self._seeds[i]}\0{draw}".encode()) % 2**31
+            for i in indices
+        ]
+        drawn, _ = self.engine_model.initial_weights(seeds)
+        for name, variable in self.params.items():
+            values = ops.convert_to_numpy(variable).copy()
+            values[indices] = drawn[name]
+            variable.assign(values)
 
     def _thresholds(self, threshold):
         """Per run, its threshold (the `threshold` argument)."""
@@ -1030,9 +1082,10 @@ class StaticBenchmark:
         x = counter_uniform(self._streams, step, shape, self._low, self._high)
         return x, self._targets(x)
 
-    def _losses(self, params, step):
+    def _losses(self, params, step, gate=None):
         """Each run's loss `(runs,)` on batch `step`: its MSE plus its layers'
-        scheduled penalties, each weighted `strength * ramp(step, start, end)`."""
+        scheduled penalties, each weighted `strength * ramp(step, start, end)`
+        (and by the run's `gate`, the `penalty_gate`'s value, if given)."""
         x, y = self._batch(step)
         weights = {**self.constants, **params}
         error = self.engine_model.forward(weights, x, training=True) - y
@@ -1040,6 +1093,8 @@ class StaticBenchmark:
         for layer, (strength, start, end) in self.schedules.items():
             if strength > 0:  # as the layers: no penalty term at strength 0
                 weight = strength * nalu_ops.ramp(step, start, end)
+                if gate is not None:
+                    weight = weight * gate
                 loss += weight * self.engine_model.layer_penalty(weights, layer)
         if self.l1 is not None:
             beta = l1_beta(step, self._l1_start, self._l1_end, self.l1_every,
@@ -1050,11 +1105,11 @@ class StaticBenchmark:
             )
         return loss
 
-    def _total_loss(self, params, step):
+    def _total_loss(self, params, step, gate=None):
         """The sum over runs of each run's loss (so each run's gradient is
         its own), of the weights `params`, a list in `self.params`' order."""
         params = dict(zip(self.params, params, strict=True))
-        return ops.sum(self._losses(params, step))
+        return ops.sum(self._losses(params, step, gate))
 
     def _clipped(self, grads):
         """`grads` (stacked over runs on axis 0) with each run's global norm
@@ -1077,18 +1132,21 @@ class StaticBenchmark:
 
     def _train_stateless(self, values, steps):
         """`steps` steps from `values` (the params', then the optimizer's
-        variables'), returning the new values: pure, as `jax.jit` needs."""
+        variables', then the `penalty_gate`'s if there is one), returning the
+        new values: pure, as `jax.jit` needs."""
         count = len(self.params)
+        end = count + len(self.optimizer.variables)
         loss_and_grad = value_and_grad(self._total_loss)
 
         def one_step(_, values):
-            params, optimizer_values = values[:count], values[count:]
+            params, optimizer_values = values[:count], values[count:end]
+            gates = values[end:]  # the gate, which the steps do not change
             step = optimizer_values[self._step_index] + 1
-            grads = self._clipped(loss_and_grad(params, step)[1])
+            grads = self._clipped(loss_and_grad(params, step, *gates)[1])
             params, optimizer_values = self.optimizer.stateless_apply(
                 optimizer_values, grads, params
             )
-            return [*params, *optimizer_values]
+            return [*params, *optimizer_values, *gates]
 
         return ops.fori_loop(0, steps, one_step, values)
 
@@ -1097,9 +1155,12 @@ class StaticBenchmark:
         variables = list(self.params.values())
         loss_and_grad = value_and_grad(self._total_loss)
 
+        gates = () if self.penalty_gate is None else (self.penalty_gate.value,)
+
         def one_step(i, unused):
             step = self.optimizer.iterations + 1
-            grads = self._clipped(loss_and_grad([v.value for v in variables], step)[1])
+            values = [v.value for v in variables]
+            grads = self._clipped(loss_and_grad(values, step, *gates)[1])
             self.optimizer.apply(grads, variables)
             return unused
 
@@ -1157,7 +1218,13 @@ class StaticBenchmark:
         return state
 
     def run(
-        self, iterations, eval_every=1000, on_eval=None, checkpoint=None, progress=None
+        self,
+        iterations,
+        eval_every=1000,
+        on_eval=None,
+        checkpoint=None,
+        progress=None,
+        after_eval=None,
     ):
         """Trains `iterations` steps, evaluating at 0 and every `eval_every` steps.
 
@@ -1165,6 +1232,14 @@ class StaticBenchmark:
         entry of the history; not those a resume restores), and `progress`, a
         `keras_nalu.training.Progress` of `iterations` steps, is updated with
         `progress_values(entry)`.
+
+        `after_eval(bench, history)`, if given, is called after each
+        evaluation this call makes (before `on_eval` and the checkpoint),
+        with the history so far (after a resume, the restored history then
+        this evaluation's entry): it may set the runs' `penalty_gate`,
+        `reinitialize` runs, and add JSON-able keys to the last entry. A
+        checkpoint does not record which hook trained it: resume with the
+        same one.
 
         With `checkpoint` (a directory), the state of every run (weights,
         Adam's variables, the step) and the history so far are saved there
@@ -1191,12 +1266,16 @@ class StaticBenchmark:
         if checkpoint is not None:
             checkpoint = Checkpoint(checkpoint, argument="checkpoint")
         try:
-            return self._run(iterations, eval_every, on_eval, checkpoint, progress)
+            return self._run(
+                iterations, eval_every, on_eval, checkpoint, progress, after_eval
+            )
         finally:
             if checkpoint is not None:
                 checkpoint.close()
 
-    def _run(self, iterations, eval_every, on_eval, checkpoint, progress):
+    def _run(
+        self, iterations, eval_every, on_eval, checkpoint, progress, after_eval=None
+    ):
         """`run`, with its `keras_nalu.checkpoints.Checkpoint` or None."""
         iterations = validation.positive_int("iterations", iterations)
         eval_every = validation.positive_int("eval_every", eval_every)
@@ -1228,6 +1307,8 @@ class StaticBenchmark:
                         "sparsity": self.engine_model.sparsity(self._weights()),
                     }
                 )
+                if after_eval is not None:
+                    after_eval(self, history)
                 if on_eval is not None:
                     on_eval(history[-1])
                 if progress is not None:
@@ -1385,3 +1466,150 @@ def _best(errors):
     """The smallest finite value of `errors`, or NaN when none is finite."""
     finite = errors[np.isfinite(errors)]
     return float(finite.min()) if finite.size else float("nan")
+
+
+def _half_statistics(values, counts, lengths):
+    """For the list `np.repeat(values, counts)` cut to its first `L` items,
+    for each `L` of `lengths`: the mean of its first `L // 2` items, and the
+    mean and the (population) standard deviation of the rest. Arrays of
+    `lengths`' shape, computed from the runs of equal values without
+    expanding them."""
+    bounds = np.concatenate([[0], np.cumsum(counts)])  # (segments + 1,)
+    lengths = np.asarray(lengths)[:, None]
+    half = lengths // 2
+
+    def counted(low, high):  # each segment's items in [low, high): (checks, segs)
+        return np.clip(
+            np.minimum(bounds[1:], high) - np.maximum(bounds[:-1], low), 0, None
+        )
+
+    first = counted(0, half)
+    second = counted(half, lengths)
+    mean_first = (first * values).sum(1) / half[:, 0]
+    mean_second = (second * values).sum(1) / (lengths - half)[:, 0]
+    spread = (second * np.square(values - mean_second[:, None])).sum(1)
+    return mean_first, mean_second, np.sqrt(spread / (lengths - half)[:, 0])
+
+
+class InaluProtocol:
+    """Mistry et al.'s iNALU protocol (their benchmark's `--reinit` and its
+    gated penalty; experiments/single_layer_benchmark.py), as an
+    `after_eval` hook of `StaticBenchmark.run` for a benchmark built with
+    `penalty_gate=True`.
+
+    - The penalty gate: their iNALU penalty counts only while the run's
+      last logged interpolation MSE is below `gate_threshold` (and after
+      iteration 10,000: the penalty schedule's part). At each evaluation
+      each run's `penalty_gate` becomes 1 where its interpolation MSE is
+      below `gate_threshold`, else 0 (NaN: 0).
+    - Reinitialisation: theirs appends the last logged interpolation MSE
+      to a list at every iteration and, every `interval` iterations once
+      the list holds more than `max_stored` values, re-draws the weights
+      when the mean of the list's first half is at most the mean plus the
+      standard deviation of its second half and that mean is above
+      `loss_threshold`, then empties the list (Adam's state untouched).
+      The MSE changes only at evaluations, so at each evaluation the list
+      each of their checks until the next one would see is known: this
+      replays those checks, and a run whose check fires is reinitialised
+      (`StaticBenchmark.reinitialize`, drawn by the iteration) at this
+      evaluation, where theirs would at the firing iteration, up to
+      `eval_every - interval` iterations later: the one difference. The
+      list then holds what theirs holds after the reset (the stale MSE of
+      the iterations left until the next evaluation).
+
+    The last entry gets `"reinitialized"`: the runs reinitialised at it.
+    The hook keeps each run's list; after a resume it replays the restored
+    history (the same decisions, without touching the weights).
+
+    Args:
+        iterations: The iterations the benchmark trains (no check after).
+        eval_every: Iterations between evaluations (`run`'s).
+        interval: Iterations between two checks (`--reinit-epoch-interval`).
+        max_stored: Values the list must exceed (`--reinit-max-stored-losses`).
+        loss_threshold: `--reinit-loss-thr`.
+        gate_threshold: The interpolation MSE below which the penalty counts.
+        reinitialize: False for the gate alone.
+    """
+
+    def __init__(
+        self,
+        iterations,
+        eval_every=1000,
+        interval=10,
+        max_stored=5000,
+        loss_threshold=1.0,
+        gate_threshold=1.0,
+        reinitialize=True,
+    ):
+        self.iterations = validation.positive_int("iterations", iterations)
+        self.eval_every = validation.positive_int("eval_every", eval_every)
+        self.interval = validation.positive_int("interval", interval)
+        self.max_stored = validation.non_negative_int("max_stored", max_stored)
+        self.loss_threshold = float(loss_threshold)
+        self.gate_threshold = float(gate_threshold)
+        self.reinitialize = bool(reinitialize)
+        self._lists = None  # per run, [values, counts] of its list
+        self._seen = 0  # the history entries replayed
+
+    def update(self, iteration, interpolation):
+        """Adds the evaluation at `iteration` (per-run interpolation MSEs) to
+        the runs' lists and replays their checks until the next evaluation;
+        returns the mask of the runs whose check fired."""
+        interpolation = np.asarray(interpolation, dtype=np.float64)
+        if self._lists is None:
+            self._lists = [[[], []] for _ in interpolation]
+        stop = min(iteration + self.eval_every, self.iterations)
+        fired = np.zeros(len(interpolation), bool)
+        if iteration >= stop:
+            return fired
+        first = -(-max(iteration, 1) // self.interval) * self.interval
+        checks = np.arange(first, stop, self.interval)  # their epochs checked
+        for i, value in enumerate(interpolation):
+            values, counts = self._lists[i]
+            begin = iteration  # this value's first iteration in the list
+            while self.reinitialize:
+                stored = sum(counts)
+                pending = checks[checks >= begin]
+                due = pending[stored + pending - begin + 1 > self.max_stored]
+                if not len(due):
+                    break
+                mean_first, mean_second, std_second = _half_statistics(
+                    np.array([*values, value]),
+                    np.array([*counts, stop - begin]),
+                    stored + due - begin + 1,
+                )
+                hits = np.nonzero(
+                    (mean_first <= mean_second + std_second)
+                    & (mean_second > self.loss_threshold)
+                )[0]
+                if not hits.size:
+                    break
+                fired[i] = True  # emptied after that iteration's update
+                values, counts, begin = [], [], int(due[hits[0]]) + 1
+            if stop > begin:
+                values.append(value)
+                counts.append(stop - begin)
+            self._lists[i] = [values, counts]
+        return fired
+
+    def __call__(self, bench, history):
+        if bench.penalty_gate is None:
+            raise ValueError(
+                "Received a benchmark without a penalty gate, expected one built "
+                "with `penalty_gate=True` for the InaluProtocol hook. Received: "
+                f"penalty_gate={bench.penalty_gate!r}"
+            )
+        if self._seen != len(history) - 1:  # a resume: replay the history
+            self._lists, self._seen = None, 0
+            for entry in history[:-1]:
+                self.update(entry["iteration"], entry["interpolation"])
+        entry = history[-1]
+        self._seen = len(history)
+        interpolation = np.asarray(entry["interpolation"], dtype=np.float64)
+        fired = self.update(entry["iteration"], interpolation)
+        bench.penalty_gate.assign(
+            (interpolation < self.gate_threshold).astype("float32")
+        )
+        runs = np.nonzero(fired)[0]
+        bench.reinitialize(runs, entry["iteration"])
+        entry["reinitialized"] = runs.tolist()

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.backends
 # its effective weights.
 PACKAGE_UNITS = [
     NAC,
+    NAC(2, multiplicative=True),  # NAC*: the NAC in log space
     NALU,  # tied weights: one kernel for both paths, no `mul_kernel`
     NALU(2, tied_weights=False),
     NAU,

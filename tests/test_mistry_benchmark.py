@@ -4,18 +4,24 @@ two seeds)."""
 
 import json
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from keras_nalu import INALU, NAC, NPU
 from nalu_research.experiments import mistry_benchmark
 from nalu_research.experiments.mistry_benchmark import (
+    PAPER_OPS,
     RECIPES,
     MistryBenchmark,
     benchmark,
     best_units,
     nac_range,
+    operations,
+    successes,
     tables,
+    their_sparsity,
 )
 from tests.processes import run_in_process
 
@@ -38,7 +44,10 @@ def test_each_unit_trains_by_its_recipe():
     args = parse_args(["--ranges", "6", "--seeds", "1", "--eval-size", "16"])
     inalu = benchmark("inalu", args)
     assert (inalu.clipvalue, inalu.clipnorm) == (0.1, None)
-    assert inalu.schedules == {0: (4.0, 10_000, 10_000)}
+    # Their penalty after their iteration 10,000, gated per run; reinitialised.
+    assert inalu.schedules == {0: (4.0, 10_002, 10_002)}
+    assert inalu.penalty_gate is not None and RECIPES["inalu"]["inalu_protocol"]
+    assert benchmark("nau", args).penalty_gate is None
     npu = benchmark("npu", args)
     assert npu.schedules == {} and npu.learning_rate == 5e-3
     assert npu.l1 == {"add": (1e-7, 1e-5), "sub": (1e-7, 1e-5),
@@ -54,7 +63,7 @@ def test_each_unit_trains_by_its_recipe():
         assert bench.runs == [(op, 6, 0) for op in ("add", "sub", "mul", "div")]
     # Every recipe says what it is, and where it is not theirs.
     assert all(recipe["description"] for recipe in RECIPES.values())
-    assert "Without their reinitialisation" in RECIPES["inalu"]["description"]
+    assert "their reinitialisation" in RECIPES["inalu"]["description"]
     assert "Unlike theirs (unclipped)" in RECIPES["realnpu"]["description"]
 
 
@@ -82,7 +91,8 @@ def test_the_best_unit_has_the_most_successes_then_the_earliest():
     rows = _rows({"nau": 3, "nmu": 1, "npu": 0}, {"nau": 1000, "nmu": 0, "npu": 0})
     line = [t for t in tables(rows, args) if t.startswith("| 2 |")]
     assert line == ["| 2 | U[-1.2, -1.1] | U[-6.1, -1.2] | **3/4** [0.30, 0.95] "
-                    "| 1/4 [0.05, 0.70] | 0/4 [0.00, 0.49] |"]  # fmt: skip
+                    "| 1/4 [0.05, 0.70] | 0/4 [0.00, 0.49] |",
+                    "| 2 | 1,000 | 0 | – |"]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -127,6 +137,7 @@ def test_a_tiny_grid_prints_its_tables_and_writes_its_record(tmp_path):
     assert set(runs[0]) == {
         "unit", "operation", "range", "seed", "success", "solved_at", "threshold",
         "iteration", "interpolation_mse", "extrapolation_mse", "sparsity_error",
+        "reinitializations",
     }  # fmt: skip
     assert set(runs[0]["success"]) == {"1e-05", "0.0001"}
     # Their thresholds: rows of their exp_setups.csv (tests/test_metrics.py),
@@ -140,3 +151,61 @@ def test_a_tiny_grid_prints_its_tables_and_writes_its_record(tmp_path):
     assert (tmp_path / "m.png").stat().st_size > 1000
     assert not (tmp_path / "ck").exists()
     assert mistry_benchmark.RECIPES["nau"]["model"] == data["recipes"]["nau"]["model"]
+
+
+def test_nac_star_is_the_multiplicative_nac_with_their_nac_init():
+    args = parse_args(["--ranges", "6", "--seeds", "1", "--eval-size", "16"])
+    layer = benchmark("nacmul", args).engine_model.layers[0]
+    assert isinstance(layer, NAC) and layer.multiplicative
+    assert layer.epsilon == 1e-7  # theirs
+    assert layer.get_config()["w_hat_initializer"]["config"]["maxval"] == nac_range()
+
+
+def _fake(layer, **weights):
+    runs = len(next(iter(weights.values())))
+    return SimpleNamespace(runs=range(runs), effective_weights=lambda: weights,
+                           engine_model=SimpleNamespace(layers=[layer]))  # fmt: skip
+
+
+def test_their_sparsity_reads_every_w_of_the_unit():
+    kernel = np.array([[[0.9], [0.0]], [[1.0], [-0.3]]])  # errors 0.1, 0.3
+    imaginary = np.array([[[0.4], [0.0]], [[0.0], [0.0]]])  # 0.4, 0
+    gate = np.array([[0.5], [0.5]])  # not a W: not read
+    got = their_sparsity(_fake(NPU(1), kernel=kernel, imaginary_kernel=imaginary,
+                               gate=gate))  # fmt: skip
+    assert got == pytest.approx([0.4, 0.3])  # the largest of W_re and W_im
+    mul = np.array([[[0.8], [1.0]], [[0.0], [-0.6]]])  # 0.2, 0.4
+    got = their_sparsity(_fake(INALU(1), kernel=kernel, mul_kernel=mul, gate=gate))
+    assert got == pytest.approx([0.15, 0.35])  # the iNALU's: the paths' mean
+
+
+def test_solved_at_and_sparsity_are_medians_of_the_successes():
+    runs = [{"success": {"1e-05": s}, "solved_at": {"1e-05": at},
+             "sparsity_error": e}
+            for s, at, e in [(True, 1000, 0.1), (True, 3000, 0.3),
+                             (True, 8000, 0.2), (False, None, 0.5)]]  # fmt: skip
+    assert successes(runs, "1e-05") == "3,000 / 0.2"
+    assert successes(runs[3:], "1e-05") == "–"
+
+
+def test_paper_cells_are_theirs_and_our_recipes():
+    args = parse_args(["--paper-cells"])
+    theirs = ["nac", "nacmul", "nalu", "inalu", "nau", "nmu", "npu", "realnpu"]
+    # Their 23 cells but G-NALU's 4 (not in the package).
+    assert sum(len(operations(unit, args)) for unit in theirs) == 19
+    assert operations("nmu", args) == ["mul"]
+    assert operations("nacmul", args) == ["mul", "div"]
+    assert operations("nmru", args) == [] and "nmru" not in PAPER_OPS
+    units = [run[0] for run in MistryBenchmark().runs(args)]
+    assert "nmru" not in units and "nmu-center" in units
+    assert benchmark("nmu", parse_args(["--paper-cells", "--ranges", "6", "--seeds",
+                     "1", "--eval-size", "8"])).runs == [("mul", 6, 0)]  # fmt: skip
+    assert operations("nmu", parse_args([])) == ["add", "sub", "mul", "div"]
+    # A unit not trained on an operation shows "–" in its tables.
+    args = parse_args(["--units", "nau", "nmu", "--operations", "div", "--ranges", "2",
+                       "--paper-cells"])  # fmt: skip
+    rows = [r for r in _rows({"nau": 1, "nmu": 0}, {"nau": 1000, "nmu": 0})
+            if r["unit"] == "nau"]  # fmt: skip
+    lines = [t for t in tables(rows, args) if t.startswith("| 2 |")]
+    assert lines == ["| 2 | U[-1.2, -1.1] | U[-6.1, -1.2] | **1/4** [0.05, 0.70] | – |",
+                     "| 2 | 1,000 | – |"]  # fmt: skip

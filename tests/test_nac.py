@@ -115,3 +115,49 @@ def test_learns_addition_that_extrapolates():
     np.testing.assert_allclose(w, [1, 1, 0], atol=0.03)
     big = np.array([[500.0, -300.0, 1000.0]], "float32")  # 500x the range
     np.testing.assert_allclose(model.predict(big, verbose=0), [[200.0]], rtol=3e-2)
+
+
+# NAC*: the NAC in log space, exp(log(|x| + epsilon) @ W).
+def test_multiplicative_public_api(tmp_path):
+    run_layer_test(
+        NAC,
+        {"units": 2, "multiplicative": True, "epsilon": 1e-6,
+         "w_hat_initializer": "glorot_normal", "name": "nac_star"},
+        input_shape=(4, 3),
+        expected_output_shape=(4, 2),
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert NAC(1).get_config()["multiplicative"] is False
+
+
+def test_multiplicative_output_is_the_nac_in_log_space():
+    layer = NAC(2, multiplicative=True, epsilon=1e-3, w_hat_initializer=constant(0.5),
+                m_hat_initializer=constant(-1.0))  # fmt: skip
+    x = np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, 0.0]], "float32")
+    w = np_nac_weight(np.full((3, 2), 0.5), np.full((3, 2), -1.0))
+    want = np.exp(np.log(np.abs(x) + 1e-3) @ w)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer(x)), want, 1e-5)
+
+
+def test_a_multiplicative_nac_snaps_to_a_quotient():
+    from keras_nalu import formulas, snap_weights
+
+    layer = NAC(1, multiplicative=True)
+    model = keras.Sequential([keras.Input((2,)), layer])
+    layer.w_hat.assign(np.array([[4.0], [-4.0]], "float32"))  # W ~ [0.999, -0.999]
+    layer.m_hat.assign(np.full((2, 1), 8.0, "float32"))
+    x = np.random.default_rng(0).uniform(1, 2, (64, 2)).astype("float32")
+    far = 3 * x
+    data = {s: (v, v[:, :1] / v[:, 1:]) for s, v in (("i", x), ("e", far))}
+    snapped, _ = snap_weights(model, data, rtol=1e-3)
+    assert formulas(snapped, positive=True) == ["y0 = x0/x1"]
+
+
+@pytest.mark.parametrize("layer_cls", [NALU, NACCell])
+def test_only_the_nac_takes_multiplicative(layer_cls):
+    with pytest.raises(
+        ValueError, match=f"multiplicative=True for a {layer_cls.__name__}"
+    ):
+        layer_cls(1, multiplicative=True)
+    with pytest.raises(ValueError, match="epsilon"):
+        NAC(1, multiplicative=True, epsilon=0.0)

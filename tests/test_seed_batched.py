@@ -1200,3 +1200,116 @@ def test_the_l1_penalty_adds_beta_times_the_runs_absolute_weights():
 def test_invalid_benchmark_arguments_of_mistrys_benchmark_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         StaticBenchmark("nac", "add", [0], **kwargs)
+
+
+# Mistry et al.'s iNALU protocol: the penalty gated per run, reinitialisation.
+def inalu(seeds=(0, 1), **kwargs):
+    return small("single-inalu", ["add", "mul"], list(seeds), ranges=TWO_RANGES,
+                 **TWO_INPUTS_TASK, **kwargs)  # fmt: skip
+
+
+def test_the_penalty_gate_switches_each_runs_penalty():
+    gated = inalu([0], regularization=(4.0, 0, 0), penalty_gate=True)
+    penalized = inalu([0], regularization=(4.0, 0, 0))
+    unpenalized = inalu([0], regularization=None)
+    assert "penalty_gate" not in penalized._config and gated._config["penalty_gate"]
+    gate = np.array([1, 0] * (len(gated.runs) // 2), "float32")
+    gated.penalty_gate.assign(gate)
+    params = {name: weight.value for name, weight in gated.params.items()}
+    got = to_numpy(gated._losses(params, 5, gated.penalty_gate.value))
+    on, off = (to_numpy(b._losses(params, 5)) for b in (penalized, unpenalized))
+    assert np.all(on > off)
+    np.testing.assert_allclose(got, np.where(gate > 0, on, off), rtol=1e-6)
+    # Training reads the gate, set after the program was compiled: a gated-off
+    # run trains as one without penalty, a gated-on one as one with it.
+    gated._train_chunk(0)
+    gated.penalty_gate.assign(gate[::-1].copy())
+    for bench in (gated, unpenalized, penalized):
+        bench._train_chunk(40)
+    pairs = [(gated, 0), (unpenalized, 0), (gated, 1), (penalized, 1)]
+    off, free, on, full = (to_numpy(b.params["w_hat_0"])[i] for b, i in pairs)
+    np.testing.assert_allclose(off, free, rtol=1e-6)
+    np.testing.assert_allclose(on, full, rtol=1e-6)
+    assert np.abs(on - to_numpy(unpenalized.params["w_hat_0"])[1]).max() > 1e-6
+    # The protocol sets it from the last interpolation MSE: below 1, on.
+    hook = seed_batched.InaluProtocol(20, eval_every=10)
+    mse = np.array([0.5, 2.0, np.nan, 0.9])
+    hook(gated, [{"iteration": 0, "interpolation": mse}])
+    assert to_numpy(gated.penalty_gate).tolist() == [1, 0, 0, 1]
+    with pytest.raises(ValueError, match="without a penalty gate.*penalty_gate=True"):
+        hook(unpenalized, [{"iteration": 0, "interpolation": mse}])
+
+
+def test_reinitialize_redraws_those_runs_weights_alone():
+    bench = inalu()
+    bench._train_chunk(2)
+    before = {name: to_numpy(w) for name, w in bench.params.items()}
+    adam = [to_numpy(v) for v in bench.optimizer.variables]
+    bench.reinitialize([1, 4], draw=1000)
+    for name, weight in bench.params.items():
+        now = to_numpy(weight)
+        changed = np.any(now != before[name], axis=tuple(range(1, now.ndim)))
+        assert changed.tolist() == [i in (1, 4) for i in range(len(bench.runs))], name
+    for old, new in zip(adam, bench.optimizer.variables, strict=True):
+        np.testing.assert_array_equal(old, to_numpy(new))  # Adam's state untouched
+    again = inalu()
+    again._train_chunk(2)
+    again.reinitialize([4, 1], draw=1000)  # the same draw: the same weights
+    np.testing.assert_array_equal(to_numpy(again.params["w_hat_0"]),
+                                  to_numpy(bench.params["w_hat_0"]))  # fmt: skip
+    with pytest.raises(ValueError, match="`runs`, expected indices.*runs=\\[8\\]"):
+        bench.reinitialize([8], draw=0)
+
+
+def their_reinit_epochs(series, every, iterations, interval, max_stored):
+    """Their loop (single_layer_benchmark.py, --reinit), literally, on the
+    interpolation MSE logged every `every` iterations: the reset epochs."""
+    losses, resets = [], []
+    for epoch in range(iterations + 1):
+        if epoch % every == 0:
+            error = series[epoch // every]
+        losses.append(error)
+        if epoch % interval == 0 and epoch > 0 and len(losses) > max_stored:
+            second = losses[len(losses) // 2 :]
+            if (
+                np.mean(losses[: len(losses) // 2]) <= np.mean(second) + np.std(second)
+                and np.mean(second) > 1
+            ):
+                resets.append(epoch)
+                losses = []
+    return resets
+
+
+def test_the_reinitialisation_replays_their_checks():
+    every, iterations, interval, stored = 100, 3000, 10, 250
+    rng = np.random.default_rng(0)
+    series = np.concatenate([
+        rng.choice([0.5, 2.0, 3.0, 8.0], size=(8, 31)),
+        np.repeat(rng.uniform(0.5, 4, size=(8, 11)), 3, axis=1)[:, :31],
+        [np.full(31, 0.5), np.geomspace(50, 2, 31)],  # below 1; always falling
+    ])  # fmt: skip
+    hook = seed_batched.InaluProtocol(iterations, every, interval, stored)
+    ours = [
+        hook.update(d, series[:, d // every]) for d in range(0, iterations + 1, every)
+    ]
+    ours = np.array(ours).T  # (runs, evaluations)
+    for run, fired in zip(series, ours, strict=True):
+        theirs = their_reinit_epochs(run, every, iterations, interval, stored)
+        blocks = {e // every for e in theirs if e < iterations}
+        assert set(np.nonzero(fired)[0]) == blocks
+    assert 0 < ours.any(axis=1).sum() < len(series)  # some runs reset, not all
+
+
+def test_the_protocol_reinitializes_in_training_and_replays_after_a_resume(tmp_path):
+    bench = inalu(regularization=(4.0, 10, 10), penalty_gate=True)
+    hook = seed_batched.InaluProtocol(40, eval_every=10, interval=5, max_stored=5,
+                                      loss_threshold=-1.0)  # fmt: skip
+    history = bench.run(40, eval_every=10, after_eval=hook,
+                        checkpoint=tmp_path)["history"]  # fmt: skip
+    assert [e["reinitialized"] for e in history][-1] == []
+    assert any(e["reinitialized"] for e in history)  # MSE > -1 always: resets
+    saved = [list(hook._lists[i][1]) for i in range(len(bench.runs))]
+    fresh = seed_batched.InaluProtocol(40, eval_every=10, interval=5, max_stored=5,
+                                       loss_threshold=-1.0)  # fmt: skip
+    fresh(bench, history)  # a resumed history: replayed, then this entry
+    assert [list(fresh._lists[i][1]) for i in range(len(bench.runs))] == saved

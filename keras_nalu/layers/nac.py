@@ -22,6 +22,11 @@ class NAC(ArithmeticUnit):
     and 1, so a trained NAC sums and subtracts inputs without rescaling them,
     and what it learned on small numbers holds on large ones.
 
+    With `multiplicative=True` it is the NAC in log space, `y = exp(log(|x| +
+    epsilon) @ W)` (Trask et al.'s multiplicative path alone, "NAC*" in
+    Mistry et al.'s benchmark): products and quotients of the inputs'
+    magnitudes, `prod |x_i|^W_ij`, and no sign.
+
     Args:
         units: Positive integer, dimensionality of the output space.
         w_hat_initializer: Initializer for the `w_hat` weights.
@@ -30,6 +35,11 @@ class NAC(ArithmeticUnit):
         m_hat_regularizer: Regularizer function applied to `m_hat`.
         w_hat_constraint: Constraint function applied to `w_hat`.
         m_hat_constraint: Constraint function applied to `m_hat`.
+        multiplicative: Whether the layer is the NAC in log space (NAC*),
+            `exp(log(|x| + epsilon) @ W)`. The NAC's own option: its
+            subclasses (NALU, iNALU, the cell) refuse it.
+        epsilon: Positive float added to `|x|` before the logarithm (read
+            with `multiplicative=True`).
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -73,10 +83,21 @@ class NAC(ArithmeticUnit):
         m_hat_regularizer: RegularizerLike | None = None,
         w_hat_constraint: ConstraintLike | None = None,
         m_hat_constraint: ConstraintLike | None = None,
+        multiplicative: bool = False,
+        epsilon: float = nalu_ops.DEFAULT_EPSILON,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.units = validation.positive_int("units", units)
+        self.multiplicative = validation.boolean("multiplicative", multiplicative)
+        if self.multiplicative and type(self) is not NAC:
+            raise ValueError(
+                f"Received multiplicative=True for a {type(self).__name__}, "
+                "expected it only for a NAC (the NAC in log space); the "
+                f"{type(self).__name__} has its own math. Received: "
+                f"multiplicative={multiplicative!r}"
+            )
+        self.epsilon = validation.positive_float("epsilon", epsilon)
         self._set_weight_arguments(
             w_hat=(w_hat_initializer, w_hat_regularizer, w_hat_constraint),
             m_hat=(m_hat_initializer, m_hat_regularizer, m_hat_constraint),
@@ -127,10 +148,18 @@ class NAC(ArithmeticUnit):
     def math(
         self, x: Tensor, weights: dict[str, Any], training: bool = False
     ) -> Tensor:
-        return nalu_ops.nac(x, self.effective_weights(weights)["kernel"])
+        kernel = self.effective_weights(weights)["kernel"]
+        if self.multiplicative:
+            logs = nalu_ops.log_magnitude(x, self.epsilon)
+            return keras.ops.exp(nalu_ops.nac(logs, kernel))
+        return nalu_ops.nac(x, kernel)
 
     def expression(self, h: list[Any], writer: Any, x: Any = None) -> list[Any]:
-        return writer.sums(writer.matrix(self.effective_kernel), h)
+        """`h @ W`, or `prod |h_i|^W_ij` when multiplicative."""
+        w = writer.matrix(self.effective_kernel)
+        if self.multiplicative:
+            return log_space_products(writer, w, h, signed=False)
+        return writer.sums(w, h)
 
     def compute_output_shape(self, input_shape: Any) -> tuple[int | None, ...]:
         return tuple(input_shape)[:-1] + (self.units,)
@@ -139,6 +168,8 @@ class NAC(ArithmeticUnit):
         config = {
             "units": self.units,
             **self._weight_arguments_config("w_hat", "m_hat"),
+            "multiplicative": self.multiplicative,
+            "epsilon": self.epsilon,
         }
         return {**super().get_config(), **config}
 

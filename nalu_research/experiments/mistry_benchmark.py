@@ -23,15 +23,22 @@ heat map.
     python examples/mistry_benchmark.py                     # every unit, 900 runs each
     python examples/mistry_benchmark.py --units nau nmu --ranges 0 6 --seeds 2 \\
         --iterations 2000
+    python examples/mistry_benchmark.py --paper-cells       # their cells, and ours
+
+Beside the successes, a second table per operation gives, over the
+successful runs alone as theirs does, the median first iteration solved
+and the median sparsity error at the best step (theirs: the weights W of
+the unit, `their_sparsity`).
 """
 
 import numpy as np
 
+from keras_nalu import INALU
 from keras_nalu.training import Progress
 from nalu_research.arguments import Shared, positive_float
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
-from nalu_research.seed_batched import StaticBenchmark
+from nalu_research.seed_batched import InaluProtocol, StaticBenchmark
 from nalu_research.tasks import mistry_threshold, wilson_interval
 from nalu_research.tasks.static_arithmetic import (
     MISTRY_RANGES,
@@ -77,7 +84,8 @@ def _normal(mean):
 def recipes():
     """`{key: recipe}`: each unit with the settings of Mistry et al.'s script
     for it (the `StaticBenchmark` arguments, and `description`, what it is
-    and where it differs from theirs), then the package's own recipes."""
+    and where it differs from theirs), then the package's own recipes.
+    """
     nac_init = {"w_hat_initializer": _uniform(nac_range()),
                 "m_hat_initializer": _uniform(nac_range())}  # fmt: skip
     inalu_init = {
@@ -97,18 +105,29 @@ def recipes():
                 "layer_options": {"nac": nac_init},
                 "description": "Adam 1e-3; W_hat, M_hat ~ U[-r, r] with their "
                 "r (nac_w_optimal_r); no penalty, no clipping."},
+        "nacmul": {"model": "single-nac", "name": "NAC*", "regularization": None,
+                   "layer_options": {"nac": {**nac_init, "multiplicative": True}},
+                   "description": "Their MNAC --nac-mul normal: the NAC in log "
+                   "space, exp(log(|x| + 1e-7) @ W) (NAC(multiplicative="
+                   "True)); the NAC's init, Adam 1e-3, no penalty."},
         "nalu": {"model": "single-nalu", "name": "NALU", "regularization": None,
                  "layer_options": {"nalu": nac_init},
                  "description": "Adam 1e-3; one NAC for both paths, its init "
                  "as the NAC's; the gate glorot uniform; no penalty."},
+        # Their penalty counts from their iteration 10,001 (`epoch_i >
+        # 10000`), our update step 10,002.
         "inalu": {"model": "single-inalu", "name": "iNALU", "clipvalue": 0.1,
-                  "regularization": [4.0, 10_000, 10_000],
+                  "regularization": [4.0, 10_002, 10_002], "penalty_gate": True,
+                  "inalu_protocol": True,
                   "layer_options": {"inalu": inalu_init},
                   "description": "Adam 1e-3, gradients clipped to 0.1 by value; "
                   "init N(0.88 / 0.5 / 0, 0.2); their penalty 0.05 * sum of "
-                  "mean(relu(20 - |w|)) from iteration 10,000 (4 x ours). "
-                  "Without their reinitialisation, their penalty's condition "
-                  "(interpolation MSE < 1) and its gate term."},
+                  "mean(relu(20 - |w|)) after iteration 10,000 (4 x ours), "
+                  "only while the run's last interpolation MSE is below 1; "
+                  "their reinitialisation (InaluProtocol), a run re-drawn at "
+                  "the evaluation before the iteration theirs would (at most "
+                  "990 earlier), Adam's state kept. Without their penalty's "
+                  "term on the gate."},
         "nau": {"model": "single-nau", "name": "NAU", "regularization": NAU_PENALTY,
                 "description": "Adam 1e-3; W ~ U[-0.5, 0.5] clipped to [-1, 1]; "
                 "penalty 0.01 ramped in from 20,000 to 35,000."},
@@ -147,23 +166,65 @@ def recipes():
 
 
 RECIPES = recipes()
+# The operations their figures run each unit on (csv_merger.r: their 23 unit
+# x operation cells but G-NALU's 4, a unit the package does not have: 19),
+# and our recipes on those of the unit they change; the NMRU (their
+# nalm-division code) is in none.
+PAPER_OPS = {
+    "nac": ("add", "sub"), "nacmul": ("mul", "div"), "nalu": OPERATIONS,
+    "inalu": OPERATIONS, "nau": ("add", "sub"), "nmu": ("mul",),
+    "npu": ("mul", "div"), "realnpu": ("mul", "div"),
+    "nau-centered": ("add", "sub"), "nmu-center": ("mul",),
+    "realnpu-ours": ("mul", "div"),
+}  # fmt: skip
 # What a recipe may set, besides its model, name and description.
 _ARGUMENTS = ("learning_rate", "regularization", "clipnorm", "clipvalue", "l1",
-              "layer_options", "nmu_center")  # fmt: skip
+              "layer_options", "nmu_center", "penalty_gate")  # fmt: skip
+
+
+def operations(key, args):
+    """The operations the recipe `key` trains on: the arguments', with
+    `--paper-cells` those of them in its `PAPER_OPS`."""
+    if not args.paper_cells:
+        return list(args.operations)
+    return [op for op in args.operations if op in PAPER_OPS.get(key, ())]
+
+
+# Their sparsity error reads the weights W (their tags ending in
+# `W/sparsity_error`, `W_real/...`, `W_im/...`): ours by these names.
+SPARSE_WEIGHTS = ("kernel", "mul_kernel", "imaginary_kernel")
+
+
+def their_sparsity(bench):
+    """Per run, the sparsity error as Mistry et al. report it: their
+    `max(min(|W|, |1 - |W||))` of each weight W of the unit (the NPU's real
+    and imaginary, the iNALU's additive and multiplicative kernels; not the
+    gates), the largest of them, but the iNALU's the mean of its two paths
+    (their `sparsity_error` tags and reader)."""
+    effective = bench.effective_weights()
+    errors = []
+    for name in SPARSE_WEIGHTS:
+        if name in effective:
+            w = np.abs(effective[name].reshape(len(bench.runs), -1))
+            errors.append(np.max(np.minimum(w, np.abs(1 - w)), axis=1))
+    if not errors:
+        return None
+    combine = np.mean if isinstance(bench.engine_model.layers[0], INALU) else np.max
+    return combine(errors, axis=0).tolist()
 
 
 def benchmark(key, args):
-    """The `StaticBenchmark` of the recipe `key` on the arguments' operations,
-    ranges and seeds, judged at the first `--epsilon`."""
+    """The `StaticBenchmark` of the recipe `key` on its `operations`, the
+    arguments' ranges and seeds, judged at the first `--epsilon`."""
     recipe = RECIPES[key]
     settings = {name: recipe[name] for name in _ARGUMENTS if name in recipe}
     settings.setdefault("learning_rate", 1e-3)
     if "l1" in settings:
-        settings["l1"] = {op: settings["l1"][op] for op in args.operations}
+        settings["l1"] = {op: settings["l1"][op] for op in operations(key, args)}
     epsilon = args.epsilon[0]
     return StaticBenchmark(
         recipe["model"],
-        list(args.operations),
+        operations(key, args),
         range(args.first_seed, args.first_seed + args.seeds),
         eval_size=args.eval_size,
         adam_epsilon=ADAM_EPSILON,
@@ -190,9 +251,13 @@ def best_units(rows, units, operation, index, epsilon):
     scores = {}
     for unit in units:
         runs = cell_runs(rows, unit, operation, index)
+        if not runs:  # not trained on this operation (--paper-cells)
+            continue
         wins = sum(r["success"][label] for r in runs)
         at = [r["solved_at"][label] for r in runs if r["success"][label]]
         scores[unit] = (wins, -float(np.median(at)) if at else -np.inf)
+    if not scores:
+        return set()
     top = max(scores.values())
     return set() if top[0] == 0 else {u for u, s in scores.items() if s == top}
 
@@ -213,6 +278,9 @@ def tables(rows, args):
             cells = []
             for unit in args.units:
                 runs = cell_runs(rows, unit, operation, index)
+                if not runs:
+                    cells.append("–")
+                    continue
                 wins = sum(r["success"][label] for r in runs)
                 low, high = wilson_interval(wins, len(runs))
                 count = f"{wins}/{len(runs)}"
@@ -224,7 +292,27 @@ def tables(rows, args):
         names = [RECIPES[unit]["name"] for unit in args.units]
         lines += markdown_table(["range", "interpolation", "extrapolation", *names],
                                 body)  # fmt: skip
+        lines += ["", f"{SYMBOLS[operation]}: median solved-at iteration / "
+                  "sparsity error at the best step, of the successful runs "
+                  f"(epsilon {label})", ""]  # fmt: skip
+        body = [[index, *(successes(cell_runs(rows, unit, operation, index), label)
+                          for unit in args.units)]
+                for index in args.ranges]  # fmt: skip
+        lines += markdown_table(["range", *names], body)
     return lines
+
+
+def successes(runs, label):
+    """`"solved-at / sparsity"`: the medians over the successful `runs` at
+    the epsilon `label` (theirs: `converged.at` and the sparsity error of
+    the solved runs alone); "–" when none succeeded."""
+    won = [r for r in runs if r["success"][label]]
+    if not won:
+        return "–"
+    at = np.median([r["solved_at"][label] for r in won])
+    sparsity = [r["sparsity_error"] for r in won if r.get("sparsity_error") is not None]
+    text = f"{at:,.0f}"
+    return text + (f" / {np.median(sparsity):.2g}" if sparsity else "")
 
 
 def plot(rows, args, plt):
@@ -245,6 +333,9 @@ def plot(rows, args, plt):
         for i, index in enumerate(args.ranges):
             for j, unit in enumerate(args.units):
                 runs = cell_runs(rows, unit, operation, index)
+                if not runs:
+                    rates[i, j] = np.nan  # not trained on it: blank
+                    continue
                 wins = sum(r["success"][label] for r in runs)
                 rates[i, j] = wins / len(runs)
                 ax.text(j, i, str(wins), ha="center", va="center", fontsize=7,
@@ -308,6 +399,13 @@ class MistryBenchmark(Experiment):
             help="epsilons of the threshold, the first the one "
             "the table and plot show (default 1e-5 1e-4)",
         )
+        parser.add_argument(
+            "--paper-cells",
+            action="store_true",
+            help="train each unit only on the operations their figures run "
+            "it on (their 23 unit x operation cells but G-NALU's: 19), our "
+            "recipes on those of the unit they change; the NMRU on none",
+        )
 
     def check_arguments(self, args, parser):
         for name in ("units", "operations", "ranges", "epsilon"):
@@ -323,7 +421,7 @@ class MistryBenchmark(Experiment):
             print(f"{RECIPES[unit]['name']}: {RECIPES[unit]['description']}")
 
     def runs(self, args):
-        return [(unit,) for unit in args.units]
+        return [(unit,) for unit in args.units if operations(unit, args)]
 
     def train(self, args, run, session):
         """Trains every operation, range and seed of the unit `run`; returns
@@ -332,6 +430,17 @@ class MistryBenchmark(Experiment):
         bench = benchmark(unit, args)
         print(f"{RECIPES[unit]['name']}: {len(bench.runs)} runs", flush=True)
         log = session.callbacks(unit)
+        protocol = None
+        if RECIPES[unit].get("inalu_protocol"):
+            protocol = InaluProtocol(args.iterations, args.eval_every)
+
+        def after_eval(bench, history):
+            # Theirs is logged in the forward pass of the evaluation's step:
+            # of the weights evaluated, before any reinitialisation.
+            history[-1]["their_sparsity"] = their_sparsity(bench)
+            if protocol is not None:
+                protocol(bench, history)
+
         result = bench.run(
             args.iterations,
             eval_every=args.eval_every,
@@ -340,6 +449,7 @@ class MistryBenchmark(Experiment):
             on_eval=(lambda e: log[0].write(e["iteration"], bench.scalars(e)))
             if log
             else None,
+            after_eval=after_eval,
         )
         self.speed[unit] = result["ms_per_run_iteration"]
         by_epsilon = {
@@ -349,6 +459,11 @@ class MistryBenchmark(Experiment):
             )
             for epsilon in args.epsilon
         }
+        reinitialized = np.zeros(len(bench.runs), int)
+        sparsity = {}  # their sparsity error per evaluated iteration
+        for entry in result["history"]:
+            reinitialized[entry.get("reinitialized", [])] += 1
+            sparsity[entry["iteration"]] = entry.get("their_sparsity")
         rows = []
         for i, run_row in enumerate(next(iter(by_epsilon.values()))):
             rows.append(
@@ -363,7 +478,11 @@ class MistryBenchmark(Experiment):
                     "iteration": run_row["iteration"],
                     "interpolation_mse": run_row["interpolation_mse"],
                     "extrapolation_mse": run_row["extrapolation_mse"],
-                    "sparsity_error": run_row["sparsity_error"],
+                    # Theirs, at the best step (`iteration`).
+                    "sparsity_error": None
+                    if sparsity[run_row["iteration"]] is None
+                    else sparsity[run_row["iteration"]][i],
+                    "reinitializations": int(reinitialized[i]),
                 }
             )
         self.last = rows

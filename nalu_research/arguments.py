@@ -192,6 +192,13 @@ SHARED: dict[str, dict[str, Any]] = {
         "type": positive_int,
         "help": "examples in each test set (default %(default)s)",
     },
+    # Mistry et al.'s nine (`tasks.static_arithmetic.MISTRY_RANGES`): an
+    # experiment gives their indices as `choices`.
+    "ranges": {
+        "type": int,
+        "nargs": "+",
+        "help": "indices of the ranges run (default %(default)s: all)",
+    },
     "export_dir": {
         "type": output_folder_name,
         "help": "where the SavedModels go (default %(default)s)",

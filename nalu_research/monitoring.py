@@ -13,6 +13,7 @@ import io
 import json
 import math
 import numbers
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -122,12 +123,26 @@ def _check_writable(path, text):
 
 def save_json(data, path):
     """Writes `data` as indented JSON at `path`, creating its folder, through
-    a `.partial` file renamed at the end: never a half-written result."""
+    a `.partial` file renamed at the end: never a half-written result. A
+    list of numbers (and other scalars) stays on one line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=1, default=str))
+    partial.write_text(compact_lists(json.dumps(data, indent=1, default=str)))
     partial.replace(path)
+
+
+# An indented list whose items are scalars: no bracket or brace inside (a
+# newline inside a JSON string is written as the two characters "\n").
+_SCALAR_LIST = re.compile(r"\[\n\s*([^\[\]{}]*?)\n\s*\]")
+
+
+def compact_lists(text):
+    """Indented JSON `text` with each list of scalars on one line: the same
+    data (`json.loads` reads both alike), a line per list, not per item."""
+    return _SCALAR_LIST.sub(
+        lambda m: "[" + re.sub(r",\n\s*", ", ", m.group(1)) + "]", text
+    )
 
 
 def markdown_table(header, rows, align=None):

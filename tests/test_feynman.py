@@ -112,6 +112,17 @@ def test_recovery_allows_constants_within_1e_4_and_nothing_else():
     assert not feynman.recovered(m_0 * (1 + v**2 / (2 * c**2)), equation)
 
 
+def test_a_formula_recovered_has_its_form_too():
+    # 3/(20*pi) = 0.04775 is also 1/21 within 1e-2: the looser reading must
+    # not lose what the strict one reads.
+    equation = feynman.equation("II.8.7")
+    q, epsilon, d = (dict(zip(equation.variables, equation.symbols, strict=True))[n]
+                     for n in ("q", "epsilon", "d"))  # fmt: skip
+    found = float(3 / (20 * np.pi)) * q**2 / (epsilon * d)
+    assert feynman.recovered(found, equation)
+    assert feynman.recovered(found, equation, rtol=feynman.FORM_RTOL)
+
+
 def test_the_power_unit_keeps_the_interface():
     check_unit(
         experiment.ScaledPower(
@@ -221,7 +232,7 @@ def test_the_tables_count_majorities_by_form():
     ]  # fmt: skip
     counts = experiment.counts(rows, 3)
     assert counts["product"] == {
-        "equations": 1, "ours": 1, "gplearn": 0, "ours_form": 0,
+        "equations": 1, "ours": 1, "gplearn": 0, "ours_form": 1,
         "gplearn_form": 0, "ours_extrapolated": 1, "gplearn_extrapolated": 0,
     }  # fmt: skip
     assert counts["sum"]["ours"] == 0 and counts["sum"]["gplearn"] == 1

@@ -132,12 +132,14 @@ def test_a_tiny_grid_prints_its_tables_and_writes_its_record(tmp_path):
     assert set(data) >= {"runs", "ms_per_run_iteration", "wall_seconds", "recipes",
                          "ranges", "arguments", "backend"}  # fmt: skip
     assert set(data["ms_per_run_iteration"]) == {"nau", "nmu"}
-    runs = data["runs"]
+    assert len(data["runs"]) == 2 * 4 * 2  # cells: units x operations x ranges
+    assert all(len(cell["seed"]) == 2 for cell in data["runs"])
+    runs = mistry_benchmark.runs_of(data["runs"])
+    assert mistry_benchmark.cells(runs) == data["runs"]
     assert len(runs) == 2 * 4 * 2 * 2  # units x operations x ranges x seeds
     assert set(runs[0]) == {
         "unit", "operation", "range", "seed", "success", "solved_at", "threshold",
-        "iteration", "interpolation_mse", "extrapolation_mse", "sparsity_error",
-        "reinitializations",
+        "iteration", "extrapolation_mse", "sparsity_error", "reinitializations",
     }  # fmt: skip
     assert set(runs[0]["success"]) == {"1e-05", "0.0001"}
     # Their thresholds: rows of their exp_setups.csv (tests/test_metrics.py),

@@ -101,6 +101,20 @@ def test_save_json_leaves_the_whole_file_only(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["r.json"]
 
 
+def test_save_json_keeps_a_list_of_scalars_on_one_line(tmp_path):
+    data = {
+        "seeds": [0, 1, 2], "mse": [0.5, None, 1e-7], "flags": {"1e-05": [True, False]},
+        "rows": [{"a": [1, "x]\n,y"]}, {"b": []}], "nested": [[1, 2], [3]],
+        "text": ["a,\n b", "[c]"],
+    }  # fmt: skip
+    path = tmp_path / "r.json"
+    monitoring.save_json(data, path)
+    text = path.read_text()
+    assert json.loads(text) == data
+    assert '"seeds": [0, 1, 2]' in text and '"mse": [0.5, null, 1e-07]' in text
+    assert '"1e-05": [true, false]' in text and '"nested": [\n' in text
+
+
 @pytest.mark.research  # TensorBoard is in the research extra
 def test_tensorboard_scalars_write_the_finite_numbers_at_their_step(tmp_path):
     log = monitoring.TensorBoardScalars(tmp_path / "run", prefix="train/")

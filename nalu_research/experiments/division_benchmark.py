@@ -143,11 +143,16 @@ def plot(results, args, plt):
     return fig
 
 
+# `--ranges`: indices of `MISTRY_RANGES`.
+RANGES = list(range(len(MISTRY_RANGES)))
+
+
 class DivisionBenchmark(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
     arguments = {
         "seeds": Shared(25, help="seeds 0..N-1 per range (default %(default)s)"),
+        "ranges": Shared(RANGES, choices=RANGES),
         "iterations": 100_000,
         "eval_every": 1000,
         "eval_size": 10_000,
@@ -171,14 +176,6 @@ class DivisionBenchmark(Experiment):
     run_unit = "range"
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--ranges",
-            type=int,
-            nargs="+",
-            choices=range(len(MISTRY_RANGES)),
-            default=list(range(len(MISTRY_RANGES))),
-            help="indices of the ranges to run (default all nine)",
-        )
         parser.add_argument(
             "--unit",
             choices=tuple(UNITS),

@@ -1034,11 +1034,17 @@ def counts(rows, seeds):
         found[form] = {"equations": len(chosen)}
         for who in ("ours", "gplearn"):
             if all(who in s for r in chosen for s in r["seeds"]):
-                for key, name in (("recovered", who), ("form", f"{who}_form")):
-                    found[form][name] = sum(
-                        majority(s[who].get(key, False) for s in r["seeds"])
-                        for r in chosen
+                found[form][who] = sum(
+                    majority(s[who]["recovered"] for s in r["seeds"]) for r in chosen
+                )
+                # A formula recovered has its form (constants within 1e-2) too.
+                found[form][f"{who}_form"] = sum(
+                    majority(
+                        s[who]["recovered"] or s[who].get("form", False)
+                        for s in r["seeds"]
                     )
+                    for r in chosen
+                )
                 found[form][f"{who}_extrapolated"] = sum(
                     median(s[who]["extrapolation"] for s in r["seeds"]) < EXTRAPOLATED
                     for r in chosen

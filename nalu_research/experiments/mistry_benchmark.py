@@ -262,6 +262,57 @@ def best_units(rows, units, operation, index, epsilon):
     return set() if top[0] == 0 else {u for u, s in scores.items() if s == top}
 
 
+# A run's figures, kept per seed in the record's cells.
+# (The interpolation MSE, which only chose the best step, is left out.)
+PER_SEED = ("seed", "success", "solved_at", "iteration", "extrapolation_mse",
+            "sparsity_error", "reinitializations")  # fmt: skip
+BY_EPSILON = ("success", "solved_at")
+
+
+def _short(value):
+    """A float kept to 3 significant digits (the record's size: 10,800 runs)."""
+    return value if not isinstance(value, float) else float(f"{value:.3g}")
+
+
+def cells(rows):
+    """The runs' rows grouped by cell (unit, operation, range), each figure a
+    list over the cell's seeds, `success` and `solved_at` one list per
+    epsilon, and floats to 3 significant digits: the record's rows (a few
+    hundred kilobytes for the whole grid, against megabytes with a row per
+    run). `runs_of` gives the rows back."""
+    grouped = {}
+    for row in rows:
+        key = (row["unit"], row["operation"], row["range"])
+        if key not in grouped:
+            grouped[key] = {
+                "unit": row["unit"], "operation": row["operation"],
+                "range": row["range"], "threshold": row["threshold"],
+                **{k: {e: [] for e in row[k]} if k in BY_EPSILON else []
+                   for k in PER_SEED},
+            }  # fmt: skip
+        cell = grouped[key]
+        for k in PER_SEED:
+            if k in BY_EPSILON:
+                for e, value in row[k].items():
+                    cell[k][e].append(value)
+            else:
+                cell[k].append(_short(row[k]))
+    return list(grouped.values())
+
+
+def runs_of(cells):
+    """The rows, one per run, of the record's `cells`."""
+    rows = []
+    for cell in cells:
+        for i in range(len(cell["seed"])):
+            row = {k: cell[k] for k in ("unit", "operation", "range", "threshold")}
+            for k in PER_SEED:
+                row[k] = ({e: v[i] for e, v in cell[k].items()} if k in BY_EPSILON
+                          else cell[k][i])  # fmt: skip
+            rows.append(row)
+    return rows
+
+
 def tables(rows, args):
     """Per operation, the table of range x unit: successes at the first
     `--epsilon` out of the seeds, with their Wilson 95% interval, the best
@@ -354,12 +405,17 @@ def plot(rows, args, plt):
     return fig
 
 
+# `--ranges`: indices of `MISTRY_RANGES`.
+RANGES = list(range(len(MISTRY_RANGES)))
+
+
 class MistryBenchmark(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
     arguments = {
         "seeds": Shared(25, help="seeds per range (default %(default)s)"),
         "first_seed": 0,
+        "ranges": Shared(RANGES, choices=RANGES),
         "iterations": 50_000,
         "eval_every": 1000,
         "eval_size": 10_000,
@@ -382,14 +438,6 @@ class MistryBenchmark(Experiment):
             choices=OPERATIONS,
             default=list(OPERATIONS),
             help="the operations (default all four)",
-        )
-        parser.add_argument(
-            "--ranges",
-            type=int,
-            nargs="+",
-            choices=range(len(MISTRY_RANGES)),
-            default=list(range(len(MISTRY_RANGES))),
-            help="indices of the ranges (default all nine)",
         )
         parser.add_argument(
             "--epsilon",
@@ -425,7 +473,7 @@ class MistryBenchmark(Experiment):
 
     def train(self, args, run, session):
         """Trains every operation, range and seed of the unit `run`; returns
-        their rows."""
+        their cells (`cells`: a row per operation and range)."""
         (unit,) = run
         bench = benchmark(unit, args)
         print(f"{RECIPES[unit]['name']}: {len(bench.runs)} runs", flush=True)
@@ -486,7 +534,7 @@ class MistryBenchmark(Experiment):
                 }
             )
         self.last = rows
-        return rows
+        return cells(rows)
 
     def run_name(self, run, row):
         return RECIPES[run[0]]["name"]
@@ -497,7 +545,7 @@ class MistryBenchmark(Experiment):
         return {"solved": f"{wins}/{len(self.last)}"}
 
     def report(self, args, rows):
-        print("\n".join(tables(rows, args)))
+        print("\n".join(tables(runs_of(rows), args)))
         print(f"Wall time: {self.elapsed():.0f} s.")
 
     def record(self, args, rows):
@@ -509,7 +557,7 @@ class MistryBenchmark(Experiment):
         }
 
     def plot(self, args, rows, plt):
-        return plot(rows, args, plt)
+        return plot(runs_of(rows), args, plt)
 
 
 def main(argv=None):

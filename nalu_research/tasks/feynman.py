@@ -362,7 +362,13 @@ def recovered(found, equation, x=None, rtol=RECOVERY_RTOL):
     import sympy
 
     numbers = found.atoms(sympy.Float)
-    readings = {n: read_constant(float(n), rtol) for n in numbers}
+    # A constant readable within RECOVERY_RTOL keeps that reading at a
+    # looser `rtol` (3/(20*pi) is not 1/21 because 1e-2 allows both).
+    readings = {
+        n: read_constant(float(n), min(rtol, RECOVERY_RTOL))
+        or read_constant(float(n), rtol)
+        for n in numbers
+    }
     if any(read is None for read in readings.values()):
         return False
     candidate = found.xreplace(readings)

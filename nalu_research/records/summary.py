@@ -261,6 +261,21 @@ def _identity():
     )
 
 
+def _feynman():
+    from nalu_research.experiments.feynman import counts as count
+    from nalu_research.records.feynman import RECORD
+
+    data = record(RECORD)
+    counts = count(data["runs"], data["arguments"]["seeds"])
+    forms = ("product", "sum", "rational", "root", "transcendental")
+    ours = ", ".join(f"{counts[f]['ours']}/{counts[f]['equations']} {f}" for f in forms)
+    return (
+        f"recovered exactly on a majority of {data['arguments']['seeds']} seeds: "
+        f"{ours}; gplearn, same wall time: {counts['all']['gplearn']}/"
+        f"{counts['all']['equations']}"
+    )
+
+
 # README.md's results: the experiment (its page), the paper's claim, and
 # what its records measure.
 RESULTS = (
@@ -313,6 +328,11 @@ RESULTS = (
         "[Grid world](docs/experiments/grid-world.md), Figure 5",
         "the NAC agent holds its reward to T = 19, A3C degrades past 13",
         _grid,
+    ),
+    (
+        "[Feynman equations](docs/experiments/feynman.md), Udrescu & Tegmark",
+        "- (our goal: 37/38 products, 6/7 sums, 7/14 rational, 6/12 roots)",
+        _feynman,
     ),
     (
         "[Serving](docs/experiments/serving-benchmark.md)",

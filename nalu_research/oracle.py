@@ -30,9 +30,9 @@ prints the errors with 5 decimals (`%.5f`), too coarse for thresholds of
   here; tensorflow is, and the empty one also saves its import (seconds per
   run).
 
-    python examples/mistry_oracle.py --cells nau/add nmu/mul --ranges 6 \\
+    python -m nalu_research.oracle --cells nau/add nmu/mul --ranges 6 \\
         --seeds 1 --iterations 2000
-    python examples/mistry_oracle.py --compare results/mistry_benchmark.json
+    python -m nalu_research.oracle --compare results/mistry_benchmark.json
 """
 
 import ast

@@ -576,27 +576,29 @@ def record(cells, iterations, runs, wall_seconds=None, repositories=None):
     }
 
 
-def wilson(k, n):
-    from nalu_research.tasks import wilson_interval
-
-    return wilson_interval(k, n)
-
-
 def compare(ours_record, theirs_record, epsilon=1e-5):
     """Per cell (unit, operation, range) of `theirs_record`: ours and their
     success counts at `epsilon`, each with its Wilson 95% interval, whether
     the intervals overlap, and Fisher's exact p (scipy) where scipy is
-    installed. Records are dicts with `runs` (rows with unit, operation,
-    range, success per epsilon label). Returns the rows."""
+    installed. Records are dicts with `runs`: rows with unit, operation,
+    range and success per epsilon label, one per run (theirs) or one per
+    cell with a list per seed (ours, `mistry_benchmark.cells`). Returns the
+    rows."""
     try:
         from scipy.stats import fisher_exact
     except ImportError:  # pragma: no cover
         fisher_exact = None
+    from nalu_research.experiments.mistry_benchmark import runs_of
+    from nalu_research.tasks import wilson_interval
+
     label = _label(epsilon)
 
     def counts(record):
+        rows = record["runs"]
+        if rows and isinstance(rows[0]["success"][label], list):
+            rows = runs_of(rows)  # our record: a row per cell, lists per seed
         cells = {}
-        for r in record["runs"]:
+        for r in rows:
             key = (r["unit"], r["operation"], r["range"])
             wins, total = cells.get(key, (0, 0))
             cells[key] = (wins + bool(r["success"][label]), total + 1)
@@ -607,10 +609,18 @@ def compare(ours_record, theirs_record, epsilon=1e-5):
     for key in sorted(theirs):
         row = {"unit": key[0], "operation": key[1], "range": key[2]}
         tk, tn = theirs[key]
-        row["theirs"] = {"solved": tk, "runs": tn, "interval": list(wilson(tk, tn))}
+        row["theirs"] = {
+            "solved": tk,
+            "runs": tn,
+            "interval": list(wilson_interval(tk, tn)),
+        }
         if key in ours:
             ok, on = ours[key]
-            row["ours"] = {"solved": ok, "runs": on, "interval": list(wilson(ok, on))}
+            row["ours"] = {
+                "solved": ok,
+                "runs": on,
+                "interval": list(wilson_interval(ok, on)),
+            }
             (ol, oh), (tl, th) = row["ours"]["interval"], row["theirs"]["interval"]
             row["overlap"] = bool(ol <= th and tl <= oh)
             row["fisher_p"] = (

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from nalu_research import oracle
+from nalu_research.experiments import mistry_benchmark
 
 pytestmark = pytest.mark.research
 
@@ -233,6 +234,17 @@ def test_compare_counts_intervals_and_overlap():
     assert missing["ours"] is None and missing["overlap"] is None
     lines = oracle.comparison_table(oracle.compare(ours, theirs))
     assert len(lines) == 2 + 3 and "**no**" in lines[-1]
+
+
+def test_compare_reads_our_record_of_a_row_per_cell():
+    ours = record({("nau", "add", 6): (25, 25), ("nmu", "mul", 6): (2, 25)})
+    theirs = record({("nau", "add", 6): (24, 25), ("nmu", "mul", 6): (23, 25)})
+    for run in ours["runs"]:  # the other figures of a run of the benchmark
+        run.update(solved_at={"1e-05": None}, iteration=0, extrapolation_mse=1.0,
+                   sparsity_error=0.1, reinitializations=0, threshold={})  # fmt: skip
+    grouped = {"runs": mistry_benchmark.cells(ours["runs"])}
+    assert len(grouped["runs"]) == 2
+    assert oracle.compare(grouped, theirs) == oracle.compare(ours, theirs)
 
 
 def test_the_runner_skips_runs_done(tmp_path, monkeypatch, capsys):

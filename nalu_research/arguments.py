@@ -125,6 +125,11 @@ class Shared:
     help: str | None = None
     choices: Any = None
 
+    @classmethod
+    def all_of(cls, names, help=None):
+        """A list argument (`--models`) of some of `names`, all by default."""
+        return cls(list(names), help, list(names))
+
 
 # Each shared argument: its flag's keyword arguments but the default, and a
 # help in which `%(default)s` is the experiment's default.
@@ -223,6 +228,20 @@ def add_shared(parser, arguments):
             options["choices"] = shared.choices
         flag = "--" + name.replace("_", "-")
         parser.add_argument(flag, default=shared.default, **options)
+
+
+def add_selection(parser, flag, names, help, default=None, empty=False):
+    """Adds `flag NAME [NAME ...]`, some of `names`: all of them by default
+    (or `default`, which `help` then describes); `empty` lets the flag
+    stand with no name (`nargs="*"`)."""
+    names = list(names)
+    parser.add_argument(
+        flag,
+        nargs="*" if empty else "+",
+        choices=names,
+        default=names if default is None else default,
+        help=help if default is not None else f"{help} (default: all, %(default)s)",
+    )
 
 
 def learning_rate(rate, drop=None):

@@ -149,15 +149,21 @@ def write_stubs(folder):
     return folder
 
 
+# What a run of their code reads: the package, the experiment scripts and
+# the batch scripts (a mirror may lack its large files, e.g. notebooks).
+CODE_PATHS = ("experiments", "lfs_batch_jobs", "misc", "stable_nalu")
+
+
 def prepare(mirror, commit, folder):
-    """Extracts `commit` of the git directory `mirror` into `folder/code`
-    (`git archive | tar -x`, their files as they are) and writes the
-    stand-ins into `folder/stubs`. Returns `{"code": path, "stubs": path}`.
+    """Extracts `CODE_PATHS` of `commit` of the git directory `mirror` into
+    `folder/code` (`git archive | tar -x`, their files as they are) and
+    writes the stand-ins into `folder/stubs`. Returns `{"code": path,
+    "stubs": path}`.
     """
     code = Path(folder) / "code"
     code.mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(
-        ["git", "--git-dir", str(mirror), "archive", commit],
+        ["git", "--git-dir", str(mirror), "archive", commit, *CODE_PATHS],
         check=True,
         capture_output=True,
     )
@@ -417,6 +423,37 @@ def run_path(out, cell, range_index, seed):
     return Path(out) / f"{unit}-{operation}" / f"range{range_index}-seed{seed}.jsonl"
 
 
+def runs_of_cells(cells, ranges, seeds):
+    """The `(cell, range, seed)` runs of `cells` over `ranges` (a list for
+    every cell, or a dict cell -> its ranges), seed by seed: a run stopped
+    part way leaves every cell with about as many seeds."""
+    if not isinstance(ranges, dict):
+        ranges = {c: ranges for c in cells}
+    return [(c, r, s) for s in seeds for c in cells for r in ranges[c]]
+
+
+def parse_cell(text, default_ranges):
+    """`unit/op` (on `default_ranges`) or `unit/op@r,r,...` -> (cell,
+    ranges); raises ValueError naming the text and what was expected."""
+    name, _, where = text.partition("@")
+    cell = tuple(name.split("/"))
+    if cell not in CELLS:
+        known = " ".join(f"{u}/{o}" for u, o in CELLS)
+        raise ValueError(f"cell {text!r}: expected unit/op[@ranges], one of {known}")
+    if not where:
+        return cell, list(default_ranges)
+    try:
+        ranges = [int(r) for r in where.split(",")]
+    except ValueError:
+        ranges = []
+    if not ranges or any(not 0 <= r < 9 for r in ranges):
+        raise ValueError(
+            f"cell {text!r}: expected ranges as indices 0 to 8 after '@', "
+            "e.g. nau/add@0,4"
+        )
+    return cell, ranges
+
+
 def run(
     cells,
     ranges,
@@ -437,7 +474,7 @@ def run(
     one skipped)."""
     repositories = repositories or REPOSITORIES
     cells = [tuple(c) for c in cells]
-    queue = [(c, r, s) for c in cells for r in ranges for s in seeds]
+    queue = runs_of_cells(cells, ranges, seeds)
     seconds = {}
     with tempfile.TemporaryDirectory(prefix="mistry-oracle-") as temporary:
         prepared = {}
@@ -670,7 +707,8 @@ def main(argv=None):
         "--cells",
         nargs="+",
         default=["nau/add", "nmu/mul"],
-        help="unit/operation cells, of " + " ".join(f"{u}/{o}" for u, o in CELLS),
+        help="unit/operation cells, each on --ranges or on its own ranges "
+        "(unit/op@0,4), of " + " ".join(f"{u}/{o}" for u, o in CELLS),
     )
     parser.add_argument("--ranges", type=int, nargs="+", default=list(range(9)))
     parser.add_argument("--seeds", type=int, default=25)
@@ -690,19 +728,20 @@ def main(argv=None):
         theirs = json.loads(Path(args.json).read_text())
         print("\n".join(comparison_table(compare(ours, theirs))))
         return 0
-    cells = [tuple(c.split("/")) for c in args.cells]
-    unknown = [c for c in cells if c not in CELLS]
-    if unknown:
-        parser.error(f"unknown cells {unknown}")
+    try:
+        ranges = dict(parse_cell(c, args.ranges) for c in args.cells)
+    except ValueError as error:
+        parser.error(str(error))
+    cells = list(ranges)
     start = time.monotonic()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    runs = run(cells, args.ranges, seeds, args.iterations, args.out, args.jobs)
+    runs = run(cells, ranges, seeds, args.iterations, args.out, args.jobs)
     content = record(cells, args.iterations, runs, time.monotonic() - start)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(content, indent=1) + "\n")
     label = _label(EPSILONS[0])
     for cell in cells:
-        for r in args.ranges:
+        for r in ranges[cell]:
             cell_runs = [
                 x for x in runs if (x["unit"], x["operation"], x["range"]) == (*cell, r)
             ]

@@ -303,3 +303,31 @@ def test_the_runner_skips_runs_done(tmp_path, monkeypatch, capsys):
     started.clear()
     oracle.run([("nau", "add")], [6], range(3), 1000, out, repositories=repositories)
     assert started == []
+
+
+def test_a_cell_may_name_its_own_ranges_and_runs_go_seed_by_seed():
+    assert oracle.parse_cell("nau/add", [0, 1]) == (("nau", "add"), [0, 1])
+    assert oracle.parse_cell("nmu/mul@2,8", [0]) == (("nmu", "mul"), [2, 8])
+    for text, words in (
+        ("nau/mul", "one of"),  # not a cell of their scripts
+        ("nau/add@9", "indices 0 to 8"),
+        ("nau/add@x", "indices 0 to 8"),
+    ):
+        with pytest.raises(ValueError, match=words) as error:
+            oracle.parse_cell(text, [0])
+        assert repr(text) in str(error.value)
+    queue = oracle.runs_of_cells(
+        [("nau", "add"), ("nmu", "mul")],
+        {("nau", "add"): [0], ("nmu", "mul"): [2, 8]},
+        [0, 1],
+    )
+    assert queue == [
+        (("nau", "add"), 0, 0), (("nmu", "mul"), 2, 0), (("nmu", "mul"), 8, 0),
+        (("nau", "add"), 0, 1), (("nmu", "mul"), 2, 1), (("nmu", "mul"), 8, 1),
+    ]  # fmt: skip
+
+
+def test_the_command_line_refuses_a_cell_by_name(capsys):
+    with pytest.raises(SystemExit):
+        oracle.main(["--cells", "nau/add@12", "--seeds", "1"])
+    assert "'nau/add@12'" in capsys.readouterr().err

@@ -72,7 +72,7 @@ from keras import ops
 
 from keras_nalu import NAU, ArithmeticUnit, expressions, snap_weights
 from keras_nalu import ops as nalu_ops
-from nalu_research.arguments import Shared, non_negative_float
+from nalu_research.arguments import Shared, add_selection, non_negative_float
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import input_file, markdown_table
 from nalu_research.tasks import feynman as task
@@ -850,13 +850,7 @@ class Feynman(Experiment):
             metavar="NAME",
             help="only these equations (e.g. I.12.2; default: every one of --forms)",
         )
-        parser.add_argument(
-            "--forms",
-            nargs="+",
-            choices=task.FORMS,
-            default=list(task.FORMS),
-            help="the forms of the equations run (default: all)",
-        )
+        add_selection(parser, "--forms", task.FORMS, "the forms of the equations run")
         parser.add_argument(
             "--csv",
             type=input_file,
@@ -873,13 +867,7 @@ class Feynman(Experiment):
             help="Gaussian noise on the targets, times their RMS (e.g. 0.01; "
             "default %(default)s)",
         )
-        parser.add_argument(
-            "--peers",
-            nargs="*",
-            choices=PEERS,
-            default=list(PEERS),
-            help="the peers run beside ours (default: %(default)s)",
-        )
+        add_selection(parser, "--peers", PEERS, "the peers run beside ours", empty=True)
 
     def check_arguments(self, args, parser):
         known = {e.name for e in task.equations()}

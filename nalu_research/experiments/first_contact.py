@@ -35,7 +35,7 @@ import numpy as np
 
 from keras_nalu import INALU, snap_weights
 from nalu_research import side_by_side
-from nalu_research.arguments import Shared
+from nalu_research.arguments import Shared, add_selection
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
 from nalu_research.runs import resumed_total, steps_per_execution
@@ -252,15 +252,8 @@ class FirstContactExperiment(Experiment):
     run_unit = "model"
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--operations",
-            nargs="+",
-            default=list(OPERATIONS),
-            choices=list(OPERATIONS),
-        )
-        parser.add_argument(
-            "--units", nargs="+", default=list(UNITS), choices=list(UNITS)
-        )
+        add_selection(parser, "--operations", OPERATIONS, "the operations")
+        add_selection(parser, "--units", UNITS, "the units")
 
     def prepare(self, args, session):
         self.seeds = list(range(args.seeds))

@@ -55,6 +55,7 @@ from keras_nalu import validation
 from keras_nalu.training import Progress
 from nalu_research.arguments import (
     Shared,
+    add_selection,
     non_negative_float,
     non_negative_int,
     positive_int,
@@ -380,9 +381,7 @@ class GridWorld(Experiment):
     export_path = "saved_models"
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--agents", nargs="+", choices=list(AGENTS), default=list(AGENTS)
-        )
+        add_selection(parser, "--agents", AGENTS, "the agents trained")
         parser.add_argument(
             "--updates",
             type=positive_int,

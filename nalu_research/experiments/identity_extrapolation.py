@@ -100,10 +100,8 @@ class IdentityExtrapolationExperiment(Experiment):
     """Identity extrapolation (Trask et al. 2018, Section 1.1, Figure 1, Table 5)."""
 
     arguments = {
-        "models": Shared(
-            list(MODELS),
-            choices=list(MODELS),
-            help=f"which models to train (default: all of {', '.join(MODELS)})",
+        "models": Shared.all_of(
+            MODELS, f"which models to train (default: all of {', '.join(MODELS)})"
         ),
         "seeds": Shared(3, help="models per architecture (seeds 1..N)"),
         "steps": 10_000,

@@ -35,7 +35,7 @@ import numpy as np
 
 from keras_nalu import INALU
 from keras_nalu.training import Progress
-from nalu_research.arguments import Shared, positive_float
+from nalu_research.arguments import Shared, add_selection, positive_float
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
 from nalu_research.seed_batched import InaluProtocol, StaticBenchmark
@@ -425,20 +425,8 @@ class MistryBenchmark(Experiment):
     run_unit = "unit"
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--units",
-            nargs="+",
-            choices=tuple(RECIPES),
-            default=list(RECIPES),
-            help="the units (recipes) trained (default all)",
-        )
-        parser.add_argument(
-            "--operations",
-            nargs="+",
-            choices=OPERATIONS,
-            default=list(OPERATIONS),
-            help="the operations (default all four)",
-        )
+        add_selection(parser, "--units", RECIPES, "the units (recipes) trained")
+        add_selection(parser, "--operations", OPERATIONS, "the operations")
         parser.add_argument(
             "--epsilon",
             type=positive_float,

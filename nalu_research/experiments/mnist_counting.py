@@ -103,9 +103,7 @@ class MnistCountingExperiment(Experiment):
     Table 2)."""
 
     arguments = {
-        "models": Shared(
-            list(models.RECURRENT_MODELS), choices=list(models.RECURRENT_MODELS)
-        ),
+        "models": Shared.all_of(models.RECURRENT_MODELS),
         "steps": 2000,
         "batch_size": 32,
         "learning_rate": Shared(

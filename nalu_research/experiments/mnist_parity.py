@@ -53,7 +53,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from nalu_research.arguments import RUN_OPTIONS, Shared, positive_int
+from nalu_research.arguments import RUN_OPTIONS, Shared, add_selection, positive_int
 from nalu_research.experiment import Experiment
 from nalu_research.image_arguments import add_dataset_arguments, exits_without_data
 from nalu_research.models import mnist as models
@@ -88,12 +88,7 @@ class MnistParityExperiment(Experiment):
 
     def add_arguments(self, parser):
         add_dataset_arguments(parser)
-        parser.add_argument(
-            "--variants",
-            nargs="+",
-            choices=list(models.ABLATION_VARIANTS),
-            default=list(models.ABLATION_VARIANTS),
-        )
+        add_selection(parser, "--variants", models.ABLATION_VARIANTS, "the ablations")
         parser.add_argument("--train-size", type=positive_int, default=20_000)
         parser.add_argument(
             "--fresh-canvases",

@@ -151,7 +151,7 @@ class ProgramEvaluationExperiment(Experiment):
     # Its --help description: the module docstring's first paragraph.
 
     arguments = {
-        "models": Shared(list(MODELS), choices=list(MODELS)),
+        "models": Shared.all_of(MODELS),
         "seed": 0,
         "seeds": Shared(3, help="runs per model (default %(default)s)"),
         "steps": 6000,

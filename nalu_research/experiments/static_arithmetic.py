@@ -140,11 +140,7 @@ class StaticArithmeticExperiment(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
     arguments = {
-        "models": Shared(
-            list(MODEL_KEYS),
-            choices=list(MODEL_KEYS),
-            help="which models to train (default: both)",
-        ),
+        "models": Shared.all_of(MODEL_KEYS, "which models to train (default: both)"),
         "seed": Shared(
             0, help="fixes the task and the random baseline; runs use seed+1, ..."
         ),

@@ -331,11 +331,7 @@ class StepBenchmark(Experiment):
     # (`measure`); the record keeps each model's medians and rounds.
 
     arguments = {
-        "models": Shared(
-            list(MODELS),
-            choices=list(MODELS),
-            help="the models timed (default: all of them)",
-        ),
+        "models": Shared.all_of(MODELS, "the models timed (default: all of them)"),
         "steps": 64,
     }
     record_path = "results/step_benchmark.json"

@@ -473,6 +473,7 @@ def run(
     (`score`, at each of `epsilons`) with each run's wall seconds (None for
     one skipped)."""
     repositories = repositories or REPOSITORIES
+    out = Path(out).resolve()  # their process runs in their code's folder
     cells = [tuple(c) for c in cells]
     queue = runs_of_cells(cells, ranges, seeds)
     seconds = {}

@@ -211,3 +211,34 @@ def test_paper_cells_are_theirs_and_our_recipes():
     lines = [t for t in tables(rows, args) if t.startswith("| 2 |")]
     assert lines == ["| 2 | U[-1.2, -1.1] | U[-6.1, -1.2] | **1/4** [0.05, 0.70] | – |",
                      "| 2 | 1,000 | – |"]  # fmt: skip
+
+
+def test_the_best_unit_per_operation_is_the_best_on_its_worst_range(tmp_path):
+    """`records.mistry_benchmark.per_operation`: the README's table."""
+    from nalu_research.records.mistry_benchmark import per_operation
+
+    wins = {  # (unit, operation) -> successes on ranges 0 and 4, of 2 seeds
+        ("nau", "add"): (2, 2), ("nalu", "add"): (1, 2), ("nmru", "add"): (2, 2),
+        ("nau", "div"): (0, 0), ("nalu", "div"): (0, 1), ("nmru", "div"): (2, 1),
+    }  # fmt: skip
+    runs = [
+        {"unit": unit, "operation": op, "range": index, "seed": seed,
+         "success": {"1e-05": seed < wins[unit, op][i]}, "solved_at": {"1e-05": 1000},
+         "threshold": {"1e-05": 1e-9}, "iteration": 1000, "extrapolation_mse": 0.0,
+         "sparsity_error": 0.0, "reinitializations": 0}
+        for (unit, op) in wins for i, index in enumerate((0, 4)) for seed in (0, 1)
+    ]  # fmt: skip
+    path = tmp_path / "grid.json"
+    path.write_text(json.dumps({
+        "arguments": {"units": ["nau", "nalu", "nmru"], "operations": ["add", "div"],
+                      "ranges": [0, 4], "seeds": 2, "epsilon": [1e-5]},
+        "runs": mistry_benchmark.cells(runs),
+    }))  # fmt: skip
+    lines = per_operation(path=str(path)).splitlines()
+    assert lines[2].split(" | ")[1:] == [
+        "NAU, NMRU",
+        "2/2 (every range)",
+        "4/4",
+        "3/4 |",
+    ]  # a tie: both named
+    assert lines[3].split(" | ")[1:] == ["NMRU", "1/2 (range 4)", "3/4", "1/4 |"]

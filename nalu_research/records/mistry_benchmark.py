@@ -86,3 +86,39 @@ def thresholds(epsilon="1e-05", path=RECORD):
         lines.append(line)
     header = ["range", "extrapolation", *(SYMBOLS[o] for o in args.operations)]
     return "\n".join(markdown_table(header, lines))
+
+
+def per_operation(epsilon="1e-05", path=RECORD):
+    """Per operation, the units that do best on all nine ranges together
+    (most successes on their worst range, then in all; ties all named), the
+    worst range and the successes in all, beside the paper's NALU."""
+    data, args, runs = _read(path)
+    seeds, ranges = args.seeds, args.ranges
+
+    def counts(unit, operation):
+        return [
+            sum(r["success"][epsilon] for r in cell_runs(runs, unit, operation, i))
+            for i in ranges
+        ]
+
+    lines = []
+    for operation in args.operations:
+        scored = {u: counts(u, operation) for u in args.units}
+        top = max((min(c), sum(c)) for c in scored.values())
+        units = [u for u in args.units if (min(scored[u]), sum(scored[u])) == top]
+        unit, worst = units[0], top[0]
+        at = [str(ranges[i]) for i, c in enumerate(scored[unit]) if c == worst]
+        where = "every range" if len(at) == len(ranges) else f"range {', '.join(at)}"
+        nalu = scored.get("nalu")
+        lines.append(
+            [
+                SYMBOLS[operation],
+                ", ".join(RECIPES[u]["name"] for u in units),
+                f"{worst}/{seeds} ({where})",
+                f"{sum(scored[unit])}/{seeds * len(ranges)}",
+                "–" if nalu is None else f"{sum(nalu)}/{seeds * len(ranges)}",
+            ]
+        )
+    header = ["operation", "best unit on every range", "worst range",
+              "all nine ranges", "the paper's NALU"]  # fmt: skip
+    return "\n".join(markdown_table(header, lines))

@@ -41,6 +41,7 @@ import math
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -520,6 +521,8 @@ def run(
                 done += 1
                 seconds[key] = time.monotonic() - start
                 path = run_path(out, *key)
+                # Kept beside the run, for a record written later (`rows`).
+                path.with_suffix(".seconds").write_text(f"{seconds[key]:.1f}\n")
                 status = (
                     "" if process.returncode == 0 else f", exit {process.returncode}"
                 )
@@ -542,6 +545,11 @@ def run(
 def _describe(key):
     (unit, operation), range_index, seed = key
     return f"{unit} {operation} range {range_index} seed {seed}"
+
+
+def _seconds(path):
+    kept = path.with_suffix(".seconds")
+    return float(kept.read_text()) if kept.exists() else None
 
 
 def rows(queue, out, iterations, epsilons=EPSILONS, seconds=None):
@@ -572,7 +580,7 @@ def rows(queue, out, iterations, epsilons=EPSILONS, seconds=None):
                 "interpolation_mse": first["interpolation_mse"],
                 "extrapolation_mse": first["extrapolation_mse"],
                 "sparsity_error": first["sparsity_error"],
-                "seconds": (seconds or {}).get(key),
+                "seconds": (seconds or {}).get(key, _seconds(path)),
             }
         )
     return result
@@ -638,27 +646,31 @@ def compare(ours_record, theirs_record, epsilon=1e-5):
         cells = {}
         for r in rows:
             key = (r["unit"], r["operation"], r["range"])
-            wins, total = cells.get(key, (0, 0))
-            cells[key] = (wins + bool(r["success"][label]), total + 1)
+            wins, total, at = cells.get(key, (0, 0, []))
+            solved = bool(r["success"][label])
+            if solved and r.get("solved_at", {}).get(label) is not None:
+                at = [*at, r["solved_at"][label]]
+            cells[key] = (wins + solved, total + 1, at)
         return cells
+
+    def side(wins, total, at):
+        return {
+            "solved": wins,
+            "runs": total,
+            "interval": list(wilson_interval(wins, total)),
+            # The successes' median first iteration below the threshold.
+            "solved_at": float(statistics.median(at)) if at else None,
+        }
 
     ours, theirs = counts(ours_record), counts(theirs_record)
     table = []
     for key in sorted(theirs):
         row = {"unit": key[0], "operation": key[1], "range": key[2]}
-        tk, tn = theirs[key]
-        row["theirs"] = {
-            "solved": tk,
-            "runs": tn,
-            "interval": list(wilson_interval(tk, tn)),
-        }
+        tk, tn, _ = theirs[key]
+        row["theirs"] = side(*theirs[key])
         if key in ours:
-            ok, on = ours[key]
-            row["ours"] = {
-                "solved": ok,
-                "runs": on,
-                "interval": list(wilson_interval(ok, on)),
-            }
+            ok, on, _ = ours[key]
+            row["ours"] = side(*ours[key])
             (ol, oh), (tl, th) = row["ours"]["interval"], row["theirs"]["interval"]
             row["overlap"] = bool(ol <= th and tl <= oh)
             row["fisher_p"] = (
@@ -682,6 +694,11 @@ def comparison_table(table):
         low, high = side["interval"]
         return f"{side['solved']}/{side['runs']} [{low:.2f}, {high:.2f}]"
 
+    def at(side):
+        if side is None or side["solved_at"] is None:
+            return "–"
+        return f"{side['solved_at']:,.0f}"
+
     body = [
         [
             r["unit"],
@@ -691,13 +708,13 @@ def comparison_table(table):
             text(r["theirs"]),
             "–" if r["overlap"] is None else ("yes" if r["overlap"] else "**no**"),
             "–" if r["fisher_p"] is None else f"{r['fisher_p']:.2g}",
+            f"{at(r['ours'])} / {at(r['theirs'])}",
         ]
         for r in table
     ]
-    return markdown_table(
-        ["unit", "op", "range", "ours", "their code", "intervals overlap", "Fisher p"],
-        body,
-    )
+    header = ["unit", "op", "range", "ours", "their code", "intervals overlap",
+              "Fisher p", "median solved at, ours / theirs"]  # fmt: skip
+    return markdown_table(header, body)
 
 
 def main(argv=None):
@@ -719,6 +736,12 @@ def main(argv=None):
     parser.add_argument("--out", default="results/mistry_oracle")
     parser.add_argument("--json", default=RECORD)
     parser.add_argument(
+        "--record-only",
+        action="store_true",
+        help="start no run: write --json from the runs of these cells, ranges "
+        "and seeds complete in --out (e.g. after runs started apart)",
+    )
+    parser.add_argument(
         "--compare",
         metavar="OURS_JSON",
         help="compare --json (theirs) with this record of ours and stop",
@@ -736,8 +759,13 @@ def main(argv=None):
     cells = list(ranges)
     start = time.monotonic()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    runs = run(cells, ranges, seeds, args.iterations, args.out, args.jobs)
-    content = record(cells, args.iterations, runs, time.monotonic() - start)
+    if args.record_only:
+        queue = runs_of_cells(cells, ranges, seeds)
+        runs, wall = rows(queue, Path(args.out).resolve(), args.iterations), None
+    else:
+        runs = run(cells, ranges, seeds, args.iterations, args.out, args.jobs)
+        wall = time.monotonic() - start
+    content = record(cells, args.iterations, runs, wall)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(content, indent=1) + "\n")
     label = _label(EPSILONS[0])

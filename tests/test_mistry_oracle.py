@@ -331,3 +331,28 @@ def test_the_command_line_refuses_a_cell_by_name(capsys):
     with pytest.raises(SystemExit):
         oracle.main(["--cells", "nau/add@12", "--seeds", "1"])
     assert "'nau/add@12'" in capsys.readouterr().err
+
+
+def test_record_only_writes_the_record_of_the_runs_done_and_starts_none(
+    tmp_path, monkeypatch
+):
+    out, record_path = tmp_path / "out", tmp_path / "theirs.json"
+    for seed in (0, 2):  # seed 1 never ran
+        path = oracle.run_path(out, ("nau", "add"), 6, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_jsonl(path, [(0, 1.0, 1.0, 0.5), (1000, 1e-12, 1e-12, 0.0)])
+    path.with_suffix(".seconds").write_text("12.5\n")  # kept by the runner
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("--record-only started a run")
+
+    monkeypatch.setattr(oracle.subprocess, "Popen", refuse)
+    argv = ["--cells", "nau/add@6", "--seeds", "3", "--iterations", "1000",
+            "--out", str(out), "--json", str(record_path), "--record-only"]  # fmt: skip
+    assert oracle.main(argv) == 0
+    written = json.loads(record_path.read_text())
+    assert [(r["seed"], r["seconds"]) for r in written["runs"]] == [
+        (0, None),
+        (2, 12.5),
+    ]
+    assert written["wall_seconds"] is None and written["iterations"] == 1000

@@ -122,3 +122,16 @@ def per_operation(epsilon="1e-05", path=RECORD):
     header = ["operation", "best unit on every range", "worst range",
               "all nine ranges", "the paper's NALU"]  # fmt: skip
     return "\n".join(markdown_table(header, lines))
+
+
+ORACLE = "experiments/mistry-benchmark/mistry_oracle.json"
+
+
+def oracle(epsilon="1e-05", path=RECORD, theirs=ORACLE):
+    """Their own code's success counts beside ours, per cell it ran
+    (`nalu_research.oracle.compare`): Wilson 95% intervals, whether they
+    overlap, Fisher's exact p, the successes' median solved-at."""
+    from nalu_research.oracle import compare, comparison_table
+
+    table = compare(record(path), record(theirs), float(epsilon))
+    return "\n".join(comparison_table(table))

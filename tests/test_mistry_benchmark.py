@@ -55,6 +55,9 @@ def test_each_unit_trains_by_its_recipe():
     nmru = benchmark("nmru", args)
     assert (nmru.clipnorm, nmru.learning_rate) == (1.0, 1e-2)
     assert nmru.engine_model.layers[0].sign_retrieval
+    unsigned = benchmark("nmru-unsigned", args)  # the same recipe, the default NMRU
+    assert not unsigned.engine_model.layers[0].sign_retrieval
+    assert (unsigned.clipnorm, unsigned.learning_rate) == (1.0, 1e-2)
     nau = benchmark("nau-centered", args)
     assert nau.engine_model.layers[0].centered_gradient
     assert nau.schedules == {0: (0.01, 20_000, 35_000)}

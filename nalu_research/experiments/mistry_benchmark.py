@@ -157,6 +157,13 @@ def recipes():
                        "regularization": NMU_PENALTY, "nmu_center": 0.75,
                        "description": "Ours: the NMU's recipe, started on "
                        "U[0.5, 1] (NMUUniform center 0.75)."},
+        "nmru-unsigned": {"model": "single-nmru", "name": "NMRU unsigned",
+                          "learning_rate": 1e-2, "clipnorm": 1.0,
+                          "regularization": NMU_PENALTY,
+                          "description": "The NMRU as the package makes it by "
+                          "default (no sign retrieval: it multiplies the signed "
+                          "values and their reciprocals), by the NMRU's recipe "
+                          "above: what the sign retrieval changes."},
         "realnpu-ours": {"model": "single-realnpu", "name": "RealNPU (ours)",
                          "learning_rate": 5e-3, "regularization": "default",
                          "description": "Ours as the package ships it: W "

@@ -135,3 +135,62 @@ def oracle(epsilon="1e-05", path=RECORD, theirs=ORACLE):
 
     table = compare(record(path), record(theirs), float(epsilon))
     return "\n".join(comparison_table(table))
+
+
+UNSIGNED = "experiments/mistry-benchmark/mistry_nmru_unsigned.json"
+
+
+def sign_retrieval(epsilon="1e-05", path=RECORD, unsigned=UNSIGNED):
+    """Division per range: the NMRU without sign retrieval (the package's
+    default, its own record) beside the NMRU with it (the grid's), both by
+    the NMRU's recipe, successes with Wilson 95% intervals."""
+    from nalu_research.tasks import wilson_interval
+
+    def counts(source, unit):
+        data, args, runs = _read(source)
+        return args.seeds, {
+            i: sum(r["success"][epsilon] for r in cell_runs(runs, unit, "div", i))
+            for i in args.ranges
+        }
+
+    (n_before, before), (n_after, after) = (
+        counts(unsigned, "nmru-unsigned"),
+        counts(path, "nmru"),
+    )
+
+    def text(wins, n):
+        low, high = wilson_interval(wins, n)
+        return f"{wins}/{n} [{low:.2f}, {high:.2f}]"
+
+    lines = [
+        [i, describe_range(MISTRY_RANGES[i][0]), describe_range(MISTRY_RANGES[i][1]),
+         text(before[i], n_before), text(after[i], n_after)]
+        for i in sorted(before)
+    ]  # fmt: skip
+    header = ["range", "interpolation", "extrapolation",
+              "NMRU, no sign retrieval", "NMRU, sign retrieval"]  # fmt: skip
+    return "\n".join(markdown_table(header, lines))
+
+
+def oracle_time(theirs=ORACLE):
+    """Their code's budget and time per cell: runs, iterations, the median
+    and total wall seconds of a run (one thread each, two at a time)."""
+    import statistics
+
+    data = record(theirs)
+    cells = {}
+    for run in data["runs"]:
+        cells.setdefault((run["unit"], run["operation"], run["range"]), []).append(
+            run["seconds"]
+        )
+    lines = []
+    for (unit, operation, index), seconds in sorted(cells.items()):
+        timed = [s for s in seconds if s is not None]
+        lines.append(
+            [unit, SYMBOLS[operation], index, len(seconds), f"{data['iterations']:,}",
+             f"{statistics.median(timed):.0f}" if timed else "–",
+             f"{sum(timed):,.0f}"]
+        )  # fmt: skip
+    header = ["unit", "op", "range", "runs", "iterations", "median s per run",
+              "total s"]  # fmt: skip
+    return "\n".join(markdown_table(header, lines))

@@ -159,5 +159,10 @@ def test_only_the_nac_takes_multiplicative(layer_cls):
         ValueError, match=f"multiplicative=True for a {layer_cls.__name__}"
     ):
         layer_cls(1, multiplicative=True)
+    # Nor does its configuration name the option; one that does (saved
+    # before) still loads.
+    config = layer_cls(1).get_config()
+    assert "multiplicative" not in config
+    assert layer_cls.from_config({**config, "multiplicative": False}).units == 1
     with pytest.raises(ValueError, match="epsilon"):
         NAC(1, multiplicative=True, epsilon=0.0)

@@ -270,3 +270,23 @@ def test_a_diverged_run_overwrites_no_record_and_exits_non_zero(tmp_path, capsys
         Diverging().main(["--seeds", "2", "--json", str(path), "--keep-diverged"]) == 0
     )
     assert "runs" in json.loads(path.read_text(), parse_constant=str)
+
+
+def test_a_selection_is_some_of_its_names_all_by_default(capsys):
+    parser = argparse.ArgumentParser()
+    arguments.add_selection(parser, "--units", ("nau", "nmu"), "the units")
+    arguments.add_selection(parser, "--peers", ["gplearn"], "the peers", empty=True)
+    arguments.add_shared(parser, {"models": arguments.Shared.all_of(["a", "b"])})
+    args = parser.parse_args([])
+    assert (args.units, args.peers, args.models) == (
+        ["nau", "nmu"],
+        ["gplearn"],
+        ["a", "b"],
+    )
+    assert parser.parse_args(["--units", "nmu", "--peers"]).peers == []
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--units"])  # at least one, unless empty=True
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--models", "c"])
+    assert "invalid choice: 'c'" in capsys.readouterr().err
+    assert "(default: all, ['nau', 'nmu'])" in " ".join(parser.format_help().split())

@@ -243,8 +243,16 @@ def readme_worker(settings):
     code = "\n\n".join(BLOCK.findall(README.read_text(encoding="utf-8")))
     printed = io.StringIO()
     start = time.perf_counter()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+    # In a folder of its own: the README's example saves its model where it
+    # runs (`nmu.keras`), which is not the checkout.
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+        finally:
+            os.chdir(here)
     errors = {
         name: {"median": float(median), "max": float(high)}
         for name, median, high in ERROR.findall(printed.getvalue())

@@ -230,17 +230,16 @@ def add_shared(parser, arguments):
         parser.add_argument(flag, default=shared.default, **options)
 
 
-def add_selection(parser, flag, names, help, default=None, empty=False):
-    """Adds `flag NAME [NAME ...]`, some of `names`: all of them by default
-    (or `default`, which `help` then describes); `empty` lets the flag
-    stand with no name (`nargs="*"`)."""
+def add_selection(parser, flag, names, help, empty=False):
+    """Adds `flag NAME [NAME ...]`, some of `names`, all of them by default;
+    `empty` lets the flag stand with no name (`nargs="*"`)."""
     names = list(names)
     parser.add_argument(
         flag,
         nargs="*" if empty else "+",
         choices=names,
-        default=names if default is None else default,
-        help=help if default is not None else f"{help} (default: all, %(default)s)",
+        default=names,
+        help=f"{help} (default: all, %(default)s)",
     )
 
 

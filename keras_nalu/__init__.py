@@ -39,44 +39,15 @@ def _refuse_the_namesake():
 
 _refuse_the_namesake()
 
-from keras_nalu import initializers, losses, ops, regularizers  # noqa: E402
+from keras_nalu import initializers, layers, losses, ops, regularizers  # noqa: E402
 from keras_nalu.export import export_saved_model  # noqa: E402
 from keras_nalu.formulas import expressions, formulas  # noqa: E402
-from keras_nalu.layers import (  # noqa: E402
-    INALU,
-    NAC,
-    NALU,
-    NAU,
-    NMRU,
-    NMU,
-    NPU,
-    ArithmeticUnit,
-    ConfiguredNALU,
-    ConstrainedDense,
-    NACCell,
-    NALUCell,
-    NAUCell,
-    RealNPU,
-)
+from keras_nalu.layers import *  # noqa: E402, F403  (every layer, by its one list)
 from keras_nalu.snapping import snap_weights  # noqa: E402
 
 __version__ = "0.2.0"
 
 __all__ = [
-    "ArithmeticUnit",
-    "ConfiguredNALU",
-    "ConstrainedDense",
-    "INALU",
-    "NAC",
-    "NALU",
-    "NACCell",
-    "NALUCell",
-    "NAU",
-    "NAUCell",
-    "NMRU",
-    "NMU",
-    "NPU",
-    "RealNPU",
     "export_saved_model",
     "expressions",
     "formulas",
@@ -86,3 +57,4 @@ __all__ = [
     "regularizers",
     "snap_weights",
 ]
+__all__ += layers.__all__

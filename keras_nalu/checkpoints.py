@@ -259,8 +259,8 @@ class Checkpoint:
         """
         arrays = {_VALUE.format(i): _raw(v) for i, v in enumerate(values)}
         arrays.update({_NAMED + k: np.asarray(v) for k, v in (named or {}).items()})
-        text = json.dumps({"dtypes": [str(np.asarray(v).dtype) for v in values],
-                           "state": state})  # fmt: skip
+        dtypes = [str(np.asarray(v).dtype) for v in values]
+        text = json.dumps({"dtypes": dtypes, "state": state})
         arrays[_STATE] = np.frombuffer(text.encode(), np.uint8)
         self.lock()
         descriptor, partial = self._partial()

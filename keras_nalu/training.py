@@ -710,7 +710,7 @@ class _RunCheckpoint(Checkpoint):
                         k[len(prefix) :]: v
                         for k, v in named.items()
                         if k.startswith(prefix)
-                    }  # fmt: skip
+                    }
                 )
         return state["epoch"], state["history"], state["divergence"]
 

@@ -86,9 +86,12 @@ class _Schedule(argparse.Action):
         except ValueError:
             strength = math.nan
         if not (
-            math.isfinite(strength) and strength >= 0 and 0 <= start <= end
-            and start == int(start) and end == int(end)
-        ):  # fmt: skip
+            math.isfinite(strength)
+            and strength >= 0
+            and 0 <= start <= end
+            and start == int(start)
+            and end == int(end)
+        ):
             parser.error(
                 "--regularization expects STRENGTH >= 0 and integer steps "
                 "0 <= START <= END"
@@ -105,9 +108,12 @@ class _LearningRateDrop(argparse.Action):
         except ValueError:
             step = math.nan
         if not (
-            math.isfinite(step) and step >= 0 and step == int(step)
-            and math.isfinite(factor) and factor > 0
-        ):  # fmt: skip
+            math.isfinite(step)
+            and step >= 0
+            and step == int(step)
+            and math.isfinite(factor)
+            and factor > 0
+        ):
             parser.error(
                 "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, "
                 f"got {' '.join(values)}"

@@ -43,7 +43,7 @@ BACKENDS = ("tensorflow", "jax", "torch")
 # compilations and eager calls that cost more on jax than the steps save.
 # Seconds of training (examples/NAME.py --backend B, the options given):
 #     demo (its default run)                       tf 30, jax 42, torch 307
-#     number_translation --models nalu --sizes 32 --learning-rates 0.01
+#     number_words --models nalu --sizes 32 --learning-rates 0.01
 #                                                  tf 18, jax 35
 #     program_evaluation --models nalu lstm --seeds 1 --steps 2000
 #                                                  tf 24, jax 15
@@ -75,12 +75,13 @@ DEFAULTS = {
     "grid_world": "tensorflow",  # the rows above
     "identity_extrapolation": "tensorflow",
     "mistry_benchmark": "jax",  # the seed-batched engine, two inputs (docs/units/npu)
+    "mistry_oracle": "torch",  # drives their PyTorch code, which needs torch anyway
     "mixed_formulas": "tensorflow",  # model.fit of small models, as demo
     "mnist_counting": "tensorflow",
     "mnist_parity": "tensorflow",
     "mnist_supervised": "tensorflow",  # mnist_counting's encoder, as there
     "mystery_arithmetic": "tensorflow",
-    "number_translation": "tensorflow",
+    "number_words": "tensorflow",
     "program_evaluation": "jax",
     "recurrent_arithmetic": "jax",
     "recurrent_cells": "jax",  # RNN loops, as recurrent_arithmetic

@@ -53,6 +53,7 @@ import argparse
 import dataclasses
 import datetime
 import importlib.metadata
+import json
 import math
 import os
 import platform
@@ -70,6 +71,7 @@ from nalu_research import arguments as shared
 from nalu_research import runs
 from nalu_research.monitoring import (
     add_output_arguments,
+    input_file,
     png_path,
     pyplot,
     save_json,
@@ -98,6 +100,7 @@ class Session:
     args: argparse.Namespace
     strategy: Any = None
     checkpoints: Any = None
+    speed: dict = dataclasses.field(default_factory=dict)
 
     @property
     def chief(self):
@@ -117,6 +120,37 @@ class Session:
             return []
         return tensorboard(self.args, *parts)
 
+    def run_engine(self, bench, key, folder=None, after_eval=None):
+        """Trains the seed-batched engine's `bench` (a `StaticBenchmark`)
+        for `args.iterations`, evaluating every `args.eval_every`: resumed
+        from and checkpointed in its folder (`folder`, default `key`; `""`:
+        the checkpoint folder itself), with
+        a progress line, TensorBoard's scalars with `--tensorboard`, and its
+        speed kept under `key` for the record (`ms_per_run_iteration`).
+        Returns `bench.run`'s result."""
+        folder = str(key) if folder is None else folder
+        log = self.callbacks(folder)
+        iterations = self.args.iterations
+        result = bench.run(
+            iterations,
+            eval_every=self.args.eval_every,
+            checkpoint=self.checkpoint(folder),
+            progress=Progress(iterations, unit="iteration", label=f"  {folder or key}"),
+            on_eval=(lambda e: log[0].write(e["iteration"], bench.scalars(e)))
+            if log
+            else None,
+            after_eval=after_eval,
+        )
+        if result["resumed_at"] is not None:
+            print(f"  resumed from its checkpoint at iteration {result['resumed_at']}")
+        self.speed[key] = result["ms_per_run_iteration"]
+        print(
+            f"  {result['seconds']:.0f} s of training, "
+            f"{result['ms_per_run_iteration']:.4f} ms per run-iteration",
+            flush=True,
+        )
+        return result
+
     def fit(self, *parts, what=None, continued_by=None, per_epoch=1, **kwargs):
         """`keras_nalu.training.fit(**kwargs)` for the run named by `parts`:
         on the session's strategy, checkpointed in its folder, its resume or
@@ -124,14 +158,26 @@ class Session:
         checkpoint holding more than asked an error on `continued_by` (e.g.
         "--steps", `per_epoch` of them an epoch)."""
         folder = self.checkpoint(*parts)
-        with runs.exits_on_longer_checkpoint(continued_by or "--epochs", folder,
-                                             per_epoch):  # fmt: skip
+        with runs.exits_on_longer_checkpoint(
+            continued_by or "--epochs", folder, per_epoch
+        ):
             result = fit(strategy=self.strategy, checkpoint_dir=folder, **kwargs)
         runs.report(result, what or ", ".join(map(str, parts)))
         return result
 
-    def fit_seed(self, *parts, seed, model_fn, x, y, what=None, optimizer_fn=None,
-                 config=None, callbacks=(), steps_per_execution=16):  # fmt: skip
+    def fit_seed(
+        self,
+        *parts,
+        seed,
+        model_fn,
+        x,
+        y,
+        what=None,
+        optimizer_fn=None,
+        config=None,
+        callbacks=(),
+        steps_per_execution=16,
+    ):
         """One seed of a small model trained on `(x, y)` as a user writes it:
         `keras.utils.set_random_seed(seed)`, `model.fit` on the squared error
         for `args.epochs` epochs of batches of `args.batch_size` in a seeded
@@ -186,6 +232,9 @@ class Experiment:
         continued_by: The option that, given more, continues a kept run.
         export_path: Default of `--export-dir`, or None: no export.
         run_unit: What one run is called on the progress line.
+        replays: The help of `--from-json FILE...`, or None: no replay. With
+            it, `main` trains nothing: it prints the table (`report`) and
+            draws the plot of the rows `replayed` gives from the files.
     """
 
     name: ClassVar[str] = ""
@@ -196,6 +245,7 @@ class Experiment:
     continued_by: ClassVar[str | None] = None
     export_path: ClassVar[str | None] = None
     run_unit: ClassVar[str] = "run"
+    replays: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -265,6 +315,12 @@ class Experiment:
     def finish(self, args, rows):
         """Last words after the files are written (e.g. a hint)."""
 
+    def replayed(self, args, records):
+        """The rows of the saved `records` (`--from-json`, read; an
+        experiment with `replays`), and what `report` needs of them kept on
+        `self`. Default: their runs, one after the other."""
+        return [row for record in records for row in record["runs"]]
+
     def elapsed(self):
         """Seconds since `main` parsed the arguments: what a part reports as
         the script's time so far (e.g. "Trained in 12 s." in `report`)."""
@@ -282,6 +338,14 @@ class Experiment:
         )
         self.add_arguments(parser)
         shared.add_shared(parser, self.arguments)
+        if self.replays is not None:
+            parser.add_argument(
+                "--from-json",
+                type=input_file,
+                nargs="+",
+                metavar="FILE",
+                help=self.replays,
+            )
         if self.record_path is not None:
             later = not self.record_path or "{" in self.record_path
             add_output_arguments(
@@ -324,6 +388,8 @@ class Experiment:
         parser = self.parser()
         args = parser.parse_args(argv)
         args.keep_diverged = getattr(args, "keep_diverged", False)
+        if self.replays is not None and args.from_json:  # read, then checked
+            args.records = [read_record(path, parser) for path in args.from_json]
         self.check_arguments(args, parser)
         if self.record_path and args.json is None:  # a default naming arguments
             args.json = Path(self.record_path.format(**vars(args)))
@@ -337,7 +403,9 @@ class Experiment:
         """Runs the experiment on the command line `argv`."""
         args = self.parse_args(argv)
         started = self.started = time.perf_counter()
-        session = Session(args)
+        session = self.session = Session(args)
+        if self.replays is not None and args.from_json:
+            return self.replay(args)
         if self.checkpoints:
             session.strategy = runs.create_strategy(args)
             session.checkpoints = runs.Checkpoints(args, session.strategy)
@@ -369,6 +437,19 @@ class Experiment:
         self.finish(args, rows)
         return 1 if diverged else 0
 
+    def replay(self, args):
+        """`--from-json`: the table and plot of the saved records' rows
+        (`replayed`); trains nothing, writes no record."""
+        rows = self.replayed(args, args.records)
+        self.report(args, rows)
+        if self.plots() and getattr(args, "png", None) is not None:
+            figure = self.plot(args, rows, pyplot())
+            if figure is not None:
+                save_png(figure, args.png)
+                print(f"Wrote {args.png}.")
+        self.finish(args, rows)
+        return 0
+
     def write(self, args, rows, seconds, diverged=False):
         """The chief's files: the record and plot, then the exports.
 
@@ -389,6 +470,12 @@ class Experiment:
         if getattr(args, "json", None) is None:
             return  # no record (none, or not asked for)
         fields = self.record(args, rows)
+        if self.session.speed:  # the engine's runs
+            fields = {
+                "ms_per_run_iteration": self.session.speed,
+                "wall_seconds": self.elapsed(),
+                **fields,
+            }
         if served is not None:
             fields.setdefault("served", served)
         save_json(record_of(self, args, rows, seconds, fields), args.json)
@@ -399,6 +486,18 @@ class Experiment:
                 print(f"Wrote {args.png} and {args.json}.")
                 return
         print(f"Wrote {args.json}.")
+
+
+def read_record(path, parser):
+    """The record (a JSON object with its `runs`) at `path`, or a parser
+    error naming the file and what is wrong with it."""
+    try:
+        found = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        parser.error(f"--from-json: cannot read {path} as JSON ({error})")
+    if not isinstance(found, dict) or not isinstance(found.get("runs"), list):
+        parser.error(f"--from-json: {path} is not a record of this script (no runs)")
+    return found
 
 
 def nan_places(rows, limit=20):

@@ -3,13 +3,17 @@
 Everything here is registered under the package name `nalu_research`, so a
 saved experiment model reloads with `keras.saving.load_model` once
 `nalu_research.layers` is imported. The arithmetic units themselves come from the
-library, `keras_nalu`.
+library, `keras_nalu`, but for the Feynman experiment's `ScaledPower`.
 """
 
+import math
+
 import keras
+import numpy as np
 from keras import ops
 
-from keras_nalu import validation
+from keras_nalu import ArithmeticUnit, validation
+from keras_nalu import ops as nalu_ops
 from keras_nalu.layers import NAC, ConfiguredNALU, NAUCell
 
 _register = keras.saving.register_keras_serializable(package="nalu_research")
@@ -361,3 +365,101 @@ class InstructedLSTMCell(keras.layers.Layer):
             "counter_units": self.counter_units,
         }
         return {**super().get_config(), **config}
+
+
+@_register
+class ScaledPower(ArithmeticUnit):
+    """A power unit with a constant: `y_j = s_j * prod_i h_i^W_ij`.
+
+    The magnitude is `|s_j| exp(sum_i W_ij log|h_i|)` and the sign that of
+    `s_j` times `cos(pi sum_i W_ij [h_i < 0])` (the `RealNPU`'s: the real
+    power of a negative input where the exponent is an integer). The
+    exponents `W` are any real numbers and snap to halves (square roots);
+    the constant `s` (`scale`) does not snap: it is a number to read.
+
+    Args:
+        units: Positive integer, dimensionality of the output space.
+        kernel_initializer: Initializer for `kernel`, the exponents.
+        scale_initializer: Initializer for `scale`, the constants.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> layer = ScaledPower(1, kernel_initializer=keras.initializers.Constant(
+    ...     [[1.0], [-2.0]]), scale_initializer=keras.initializers.Constant(0.5))
+    >>> keras.ops.convert_to_numpy(layer(np.array([[6.0, 2.0]]))).round(6).tolist()
+    [[0.75]]
+    """
+
+    exact_values = {"kernel": tuple(v / 2 for v in range(-12, 13))}
+
+    def __init__(
+        self, units, kernel_initializer="zeros", scale_initializer="ones", **kwargs
+    ):
+        super().__init__(**kwargs)
+        if not isinstance(units, int) or isinstance(units, bool) or units < 1:
+            raise ValueError(
+                "Received an invalid value for `units`, expected a positive "
+                f"integer. Received: units={units!r}"
+            )
+        self.units = units
+        self._set_weight_arguments(
+            kernel=(kernel_initializer, None, None),
+            scale=(scale_initializer, None, None),
+        )
+
+    def build(self, input_shape):
+        size = input_shape[-1]
+        if size is None:
+            raise ValueError(
+                f"The last axis of the input of {self.name!r} must be known. "
+                f"Received: input_shape={input_shape}"
+            )
+        self.kernel = self._add_weight_from_arguments("kernel", (size, self.units))
+        self.scale = self._add_weight_from_arguments("scale", (self.units,))
+
+    def effective_weights(self, weights=None):
+        weights = self.unit_weights() if weights is None else weights
+        return {"kernel": weights["kernel"], "scale": weights["scale"]}
+
+    def math(self, x, weights, training=False):
+        w, s = weights["kernel"], weights["scale"]
+        tiny = np.finfo(keras.backend.standardize_dtype(x.dtype)).tiny
+        log_h = ops.log(ops.maximum(ops.abs(x), tiny))
+        negative = ops.cast(x < 0, x.dtype)
+        sign = ops.cos(np.pi * nalu_ops.matmul(negative, w))
+        return ops.expand_dims(s, -2) * ops.exp(nalu_ops.matmul(log_h, w)) * sign
+
+    def expression(self, h, writer, x=None):
+        """`s_j * prod_i h_i**W_ij`: exponents within `atol` of a half as
+        that half, `s_j` as a float of full precision (or an integer)."""
+        sympy = writer.sympy
+        w = keras.ops.convert_to_numpy(self.kernel).astype("float64")
+        s = keras.ops.convert_to_numpy(self.scale).astype("float64")
+        out = []
+        for j in range(self.units):
+            exact = math.isfinite(s[j]) and abs(s[j]) < 2**53 and s[j] == round(s[j])
+            factors = [sympy.Integer(int(s[j])) if exact else sympy.Float(s[j], 15)]
+            for i, hi in enumerate(h):
+                halves = round(2 * w[i, j])
+                exponent = (
+                    sympy.Rational(halves, 2)
+                    if abs(2 * w[i, j] - halves) <= 2 * writer.atol
+                    else sympy.Float(w[i, j], 4)
+                )
+                if exponent != 0:
+                    factors.append(hi**exponent)
+            out.append(sympy.Mul(*factors))
+        return out
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)[:-1] + (self.units,)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "scale_initializer": keras.initializers.serialize(self.scale_initializer),
+        }

@@ -33,8 +33,6 @@ uses, with its resume policy (`Checkpoint.load_for`); on jax and torch
 nothing here imports TensorFlow.
 """
 
-import argparse
-import contextlib
 import json
 import logging
 import time
@@ -44,17 +42,25 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_nalu import ArithmeticUnit, formulas, snap_weights, validation
+from keras_nalu import formulas, snap_weights, validation
 from keras_nalu import ops as nalu_ops
 from keras_nalu.checkpoints import Checkpoint
 from keras_nalu.gradients import compiled, value_and_grad
-from keras_nalu.initializers import NMUUniform
-from nalu_research.tasks.metrics import (
-    mistry_threshold,
-    paper_scale,
-    sparsity_error,
-    success_threshold,
+from nalu_research.engine_model import (  # noqa: F401 (the engine's names)
+    HIDDEN,
+    LAYERS,
+    MLP_ACTIVATIONS,
+    MODELS,
+    UNIT_MODELS,
+    EngineModel,
+    forward,
+    layer_weights,
+    model_name,
+    unit_kinds,
 )
+from nalu_research.recipe import Recipe, l1_beta
+from nalu_research.streams import counter_uniform, stream_id
+from nalu_research.tasks.metrics import mistry_threshold, paper_scale, success_threshold
 from nalu_research.tasks.static_arithmetic import (
     TARGETS,
     StaticArithmetic,
@@ -63,551 +69,6 @@ from nalu_research.tasks.static_arithmetic import (
 )
 
 logger = logging.getLogger(__name__)
-
-HIDDEN = 2
-
-# Keras activations for the one-hidden-layer MLPs of Table 6, plus CReLU.
-MLP_ACTIVATIONS = (
-    "relu6",
-    "softsign",
-    "tanh",
-    "sigmoid",
-    "selu",
-    "elu",
-    "relu",
-    "crelu",
-    "linear",
-)
-
-
-def _package_units():
-    """`{name: class}` of the package's arithmetic units (not the cells), by
-    their class names in lower case: every `keras_nalu.ArithmeticUnit`
-    registered under the package name, so a unit added to the package
-    appears here with no change to this module."""
-    found = {}
-    for registered, cls in keras.saving.get_custom_objects().items():
-        package, _, name = registered.partition(">")
-        if (
-            package == "keras_nalu"
-            and isinstance(cls, type)
-            and issubclass(cls, ArithmeticUnit)
-            and cls is not ArithmeticUnit
-            and not hasattr(cls, "state_size")  # a recurrent cell
-        ):
-            found[name.lower()] = cls
-    return found
-
-
-# The unit layers, by the names the unit models use ("nau", "nmu", "npu", ...);
-# a unit of a user's own is named by its registered name ("package>Name").
-LAYERS = _package_units()
-# Each unit model is two layers, input -> HIDDEN -> 1, of these kinds, or one
-# layer, input -> 1 (the single-unit tasks of Mistry et al.). Any other pair
-# of units is the model "first-second" (e.g. "nau-npu", "nau-my_units>Cube"),
-# any one unit "single-name".
-UNIT_MODELS = {
-    "nac": ("nac", "nac"),
-    "nalu": ("nalu", "nalu"),
-    "nau": ("nau", "nau"),
-    "nmu": ("nau", "nmu"),
-    "nmru": ("nau", "nmru"),
-    "realnpu": ("nau", "realnpu"),
-    "inalu": ("inalu", "inalu"),
-    "single-nmu": ("nmu",),
-    "single-nmru": ("nmru",),
-    "single-realnpu": ("realnpu",),
-}
-MODELS = tuple(UNIT_MODELS) + MLP_ACTIVATIONS
-
-
-def unit_class(kind):
-    """The unit class of the name `kind`: one of `LAYERS`, or a unit
-    registered with Keras as `"package>Name"`; None if there is none."""
-    if kind in LAYERS:
-        return LAYERS[kind]
-    cls = keras.saving.get_registered_object(kind)
-    if isinstance(cls, type) and issubclass(cls, ArithmeticUnit):
-        return cls
-    return None
-
-
-def unit_kinds(model):
-    """The unit names of `model`'s layers, input to output, or None for an
-    MLP; raises a `ValueError` for a name that is neither."""
-    if model in UNIT_MODELS:
-        return UNIT_MODELS[model]
-    if isinstance(model, str) and model not in MLP_ACTIVATIONS:
-        kinds = (
-            (model.removeprefix("single-"),)
-            if model.startswith("single-")
-            else tuple(model.split("-"))
-        )
-        if len(kinds) <= 2 and all(unit_class(kind) for kind in kinds):
-            return kinds
-    if model in MLP_ACTIVATIONS:
-        return None
-    raise _invalid_model(model)
-
-
-def model_name(text):
-    """`text` if it names a model of the engine (an argparse type)."""
-    try:
-        unit_kinds(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
-
-
-def _invalid_model(model):
-    return ValueError(
-        f"Received an invalid value for `model`, expected one of {MODELS}, "
-        "'first-second' of two unit names or 'single-name' of one (units: "
-        f"{', '.join(LAYERS)}, or a registered 'package>Name'). "
-        f"Received: model={model!r}"
-    )
-
-
-def configured_unit(kind, units, options=None):
-    """A new unit of the name `kind` with `units` outputs, its defaults
-    changed by `options[kind]`, a dict of constructor arguments (e.g.
-    `{"nmru": {"sign_retrieval": True}}`): the layer checks them here."""
-    return unit_class(kind)(units, **(options or {}).get(kind, {}))
-
-
-def _check_options(options):
-    ok = options is None or (
-        isinstance(options, dict)
-        and all(unit_class(kind) and isinstance(v, dict) for kind, v in options.items())
-    )
-    if not ok:
-        raise ValueError(
-            "Received an invalid value for `layer_options`, expected None or "
-            f"{{kind: {{argument: value}}}} with kinds of {tuple(LAYERS)} or "
-            f"registered 'package>Name'. Received: layer_options={options!r}"
-        )
-    return options
-
-
-@contextlib.contextmanager
-def _drawing_from(layer, generator):
-    """While it lasts, every initializer that draws at random (one with a
-    `seed`: Keras's random initializers and their subclasses) which `layer`
-    passes to its `add_weight`, whatever argument or code made it, draws
-    from `generator` instead: weight after weight, in the order the layer
-    creates them. (Keras's default initializer of a float weight,
-    `"glorot_uniform"`, included.)"""
-    add_weight = layer.add_weight
-
-    def seeded(*args, **kwargs):
-        if len(args) > 1:  # Keras 2's add_weight(shape, initializer, dtype)
-            dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
-            args = (args[0], _reseeded(args[1], dtype, generator), *args[2:])
-        else:
-            kwargs["initializer"] = _reseeded(
-                kwargs.get("initializer"), kwargs.get("dtype"), generator
-            )
-        return add_weight(*args, **kwargs)
-
-    layer.add_weight = seeded
-    try:
-        yield
-    finally:
-        del layer.add_weight
-
-
-def _reseeded(initializer, dtype, generator):
-    """`initializer` (as `add_weight` takes it: None is Keras's default)
-    drawing from `generator` if it draws at random, else as it is."""
-    if initializer is None and (dtype is None or "float" in str(dtype)):
-        initializer = "glorot_uniform"  # add_weight's default
-    if isinstance(initializer, (str, dict)):
-        initializer = keras.initializers.get(initializer)
-    if isinstance(initializer, keras.initializers.Initializer):
-        config = initializer.get_config()
-        if "seed" in config:
-            return type(initializer).from_config({**config, "seed": generator})
-    return initializer
-
-
-def _layer_weights(weights, layer):
-    """`{name: weight}` of layer `layer`, from the stacked `{f"{name}_{layer}":
-    weight}` of `weights`."""
-    suffix = f"_{layer}"
-    return {
-        name.removesuffix(suffix): value
-        for name, value in weights.items()
-        if name.endswith(suffix) and name.rsplit("_", 1)[1] == str(layer)
-    }
-
-
-class EngineModel:
-    """A model of the engine, resolved once: its layers, configured, one per
-    position, which every part of the engine reads.
-
-    A unit model's layers are its units (`unit_kinds`), each made by
-    `configured_unit` (its defaults changed by `layer_options`) and, with
-    `nmu_center`, a kernel initializer `keras_nalu.initializers.NMUUniform`
-    (the NMU's and NMRU's) replaced by `NMUUniform(center=nmu_center)`; an
-    MLP's are two `keras.layers.Dense`, with its activation between them.
-    They are built once, for the model's widths; the runs' weights live
-    apart, stacked along a leading run axis (`initial_weights`), and the
-    methods apply the layers' own `math`, `penalty`, `penalty_schedule`,
-    `effective_weights` and `exact_values` to them.
-
-    Args:
-        model: One of `MODELS`, or a model of any units (`unit_kinds`):
-            `"nau-npu"`, `"single-npu"`, `"nau-my_units>Cube"`.
-        input_size: Input features.
-        layer_options: `{kind: {argument: value}}`, constructor arguments
-            that change the layers of these kinds from their defaults, e.g.
-            `{"nmru": {"sign_retrieval": True}}`.
-        nmu_center: Center of the NMU and NMRU kernels' initial range, or
-            None for the layers' own initializer.
-
-    Attributes:
-        name: `model`.
-        kinds: The units' names, input to output, or None for an MLP.
-        layers: The configured layers, input to output.
-        schedules: `{layer: (strength, start, end)}`, the penalty schedule of
-            each layer that has one.
-    """
-
-    def __init__(self, model, input_size, layer_options=None, nmu_center=None):
-        self.kinds = unit_kinds(model)  # raises for an unknown model
-        self.name = model
-        input_size = validation.positive_int("input_size", input_size)
-        _check_options(layer_options)
-        for kind in layer_options or {}:
-            if kind not in (self.kinds or ()):
-                configured_unit(kind, 1, layer_options)  # checks its arguments
-        if self.kinds is None:
-            layers = [keras.layers.Dense(HIDDEN), keras.layers.Dense(1)]
-        else:
-            sizes = (HIDDEN,) * (len(self.kinds) - 1) + (1,)
-            layers = [
-                configured_unit(kind, units, layer_options)
-                for kind, units in zip(self.kinds, sizes, strict=True)
-            ]
-        if nmu_center is not None:
-            center = NMUUniform(center=nmu_center)  # checks it
-            layers = [
-                _copy(layer, kernel_initializer=center)
-                if isinstance(getattr(layer, "kernel_initializer", None), NMUUniform)
-                else layer
-                for layer in layers
-            ]
-        hidden = 2 * HIDDEN if model == "crelu" else HIDDEN
-        self.widths = (input_size,) + (hidden,) * (len(layers) - 1)
-        for layer, width in zip(layers, self.widths, strict=True):
-            layer.build((None, width))
-        self.layers = tuple(layers)
-        self.schedules = {
-            i: schedule
-            for i, layer in enumerate(self.layers)
-            if (schedule := getattr(layer, "penalty_schedule", None)) is not None
-        }
-
-    def build(self, seed=None):
-        """New copies of the layers, built: with `seed`, every random
-        initializer of theirs draws from one `keras.random.SeedGenerator(seed)`,
-        weight after weight in the order the layers create them (whatever
-        argument, if any, gave the initializer), so the weights depend on
-        the seed alone."""
-        generator = None if seed is None else keras.random.SeedGenerator(seed)
-        built = []
-        for layer, width in zip(self.layers, self.widths, strict=True):
-            layer = _copy(layer)
-            with (
-                contextlib.nullcontext()
-                if generator is None
-                else _drawing_from(layer, generator)
-            ):
-                layer.build((None, width))
-            built.append(layer)
-        return built
-
-    @staticmethod
-    def weights(layers):
-        """`{f"{name}_{i}": weight}`: the weights of layer `i` of `layers`
-        that its math reads (a unit's `unit_weights()`: trainable or not,
-        but its penalty's step counter)."""
-        return {
-            f"{weight.name}_{i}": weight
-            for i, layer in enumerate(layers)
-            for weight in (
-                layer.unit_weights()
-                if isinstance(layer, ArithmeticUnit)
-                else {w.name: w for w in layer.weights}
-            ).values()
-        }
-
-    def initial_weights(self, seeds):
-        """The initial weights of the runs of `seeds`, stacked on axis 0:
-        `({name: array}, {name: weight})`, the second the weights of the
-        first seed's layers (their `trainable` and `constraint`). Seed `s`'s
-        are those of `build(s)`, built once per distinct seed."""
-        seeds = list(seeds)
-        drawn = {seed: self.weights(self.build(seed)) for seed in dict.fromkeys(seeds)}
-        like = drawn[seeds[0]]
-        values = {
-            name: np.stack([ops.convert_to_numpy(drawn[s][name]) for s in seeds])
-            for name in like
-        }
-        return values, like
-
-    def forward(self, weights, x, training=False):
-        """Outputs `(runs, batch, 1)` for inputs `(runs, batch, in)` and the
-        stacked `weights` (`{f"{name}_{layer}": (runs, ...)}`), in training
-        mode or not (the layers' `training` argument): each unit's `math`."""
-        if self.kinds is not None:
-            h = x
-            for i, unit in enumerate(self.layers):
-                h = unit.math(h, _layer_weights(weights, i), training)
-            return h
-        h = ops.add(
-            nalu_ops.matmul(x, weights["kernel_0"]), weights["bias_0"][:, None, :]
-        )
-        if self.name == "crelu":
-            h = ops.concatenate([ops.relu(h), ops.relu(-h)], axis=-1)
-        else:
-            h = keras.activations.get(self.name)(h)
-        return ops.add(
-            nalu_ops.matmul(h, weights["kernel_1"]), weights["bias_1"][:, None, :]
-        )
-
-    def layer_penalty(self, weights, layer):
-        """Layer `layer`'s penalty per run, `(runs,)` (its `penalty`), or
-        None for a layer without one."""
-        if self.kinds is None:
-            return None
-        return self.layers[layer].penalty(_layer_weights(weights, layer))
-
-    def penalty(self, weights):
-        """The sum over layers of each layer's penalty, per run: shape
-        `(runs,)` (0 for models without one)."""
-        total = 0.0
-        for layer in range(len(self.layers)):
-            one = self.layer_penalty(weights, layer)
-            if one is not None:
-                total += one
-        return total
-
-    def sparsity(self, weights):
-        """Per run, the sparsity error (`tasks.sparsity_error`) of the first
-        layer's effective kernel against that unit's own exact values
-        (`effective_weights()["kernel"]`, `exact_values["kernel"]`), or None
-        for an MLP or a unit without them."""
-        first = self.layers[0]
-        values = getattr(first, "exact_values", {}).get("kernel")
-        if self.kinds is None or values is None:
-            return None
-        kernel = first.effective_weights(_layer_weights(weights, 0)).get("kernel")
-        if kernel is None:
-            return None
-        return [sparsity_error(w, values) for w in ops.convert_to_numpy(kernel)]
-
-    def keras_model(self, weights, index):
-        """Run `index` of the stacked `weights` as a `keras.Sequential` of
-        copies of the layers (a unit model's: an MLP's activation sits
-        between its layers)."""
-        if self.kinds is None:
-            raise ValueError(
-                "keras_model builds the unit models, not "
-                f"the MLP {self.name!r} (its activation sits between its layers)."
-            )
-        layers = self.build()
-        for name, weight in self.weights(layers).items():
-            weight.assign(ops.convert_to_numpy(weights[name])[index])
-        return keras.Sequential([keras.Input((self.widths[0],)), *layers])
-
-
-def _copy(layer, **changes):
-    """A new, unbuilt layer of `layer`'s class and config, with `changes`."""
-    return type(layer).from_config({**layer.get_config(), **changes})
-
-
-def forward(model, params, x, training=False):
-    """Outputs `(runs, batch, 1)` of `model`, an `EngineModel` or a model's
-    name (its layers at their defaults), for inputs `(runs, batch, in)` and
-    stacked weights `params` (`EngineModel.forward`)."""
-    if not isinstance(model, EngineModel):
-        model = EngineModel(model, x.shape[-1])
-    return model.forward(params, x, training)
-
-
-# |initial split| below which lay the stuck and late runs of the anchor, in
-# both codes (an analysis of Madsen & Johansen's per-seed results and ours).
-SMALL_SPLIT = 0.071
-
-
-def initial_splits(bench):
-    """Per run of a `StaticBenchmark` whose first layer is a two-unit NAU
-    (NAU-NMU, NAU-NMRU, ...), the split of that NAU between its two hidden
-    units: with `d_i = W[i, 0] - W[i, 1]`, the sum of `d_i` over the inputs
-    only in the run's `a` slice minus that over the inputs only in its `b`
-    slice. Near 0 the NAU is undecided which unit sums which slice: on the
-    anchor task such starts are the runs that stay stuck or solve late
-    (`docs/experiments/units-benchmark.md`)."""
-    kernel = ops.convert_to_numpy(_nau_kernel(bench))  # (runs, inputs, 2)
-    return [
-        float(d[a].sum() - d[b].sum())
-        for d, (a, b) in zip(
-            kernel[..., 0] - kernel[..., 1], _only_masks(bench), strict=True
-        )
-    ]
-
-
-def set_initial_splits(bench, targets):
-    """Moves run `i`'s initial split (`initial_splits`) to `targets[i]`
-    (`None`: left as drawn) before training, by adding `c` to `W[i, 0]` and
-    subtracting it from `W[i, 1]` on the inputs only in its `a` slice, the
-    smallest even change that does it (`c` is about 0.02 for a move of
-    0.6 over 13 inputs). Returns the splits after the move."""
-    kernel = ops.convert_to_numpy(_nau_kernel(bench)).copy()
-    splits = initial_splits(bench)
-    for i, ((a, _), target) in enumerate(zip(_only_masks(bench), targets, strict=True)):
-        if target is not None:
-            c = (target - splits[i]) / (2 * a.sum())
-            kernel[i, a, 0] += c
-            kernel[i, a, 1] -= c
-    _nau_kernel(bench).assign(kernel)
-    return initial_splits(bench)
-
-
-def _nau_kernel(bench):
-    if (bench.engine_model.kinds or (None,))[0] != "nau" or HIDDEN != 2:
-        raise ValueError(
-            "Received an invalid value for `bench`, expected a benchmark whose "
-            "first layer is a two-unit NAU (e.g. model 'nmu'). Received: a "
-            f"benchmark of model {bench.model!r}"
-        )
-    return bench.params["kernel_0"]
-
-
-def _only_masks(bench):
-    """Per run, the boolean masks of the inputs only in `a`, only in `b`
-    (from the benchmark's masks of its slices)."""
-    masks = ops.convert_to_numpy(bench._masks) > 0  # (runs, inputs, 2)
-    a, b = masks[..., 0], masks[..., 1]
-    return list(zip(a & ~b, b & ~a, strict=True))
-
-
-# The 32-bit finalizer "lowbias32" (C. Wellons, hash-prospector): a bijection
-# of 32-bit integers whose output bits each flip with probability 0.5 +- 0.002
-# when one input bit flips. Written in int32 with wrapping products, which
-# every backend computes alike; `>>` on int32 is arithmetic, so each shift is
-# masked to its logical result.
-_MIX = ((16, 0x7FEB352D), (15, 0x846CA68B - 2**32), (16, None))
-
-
-def _mix(x):
-    for shift, multiplier in _MIX:
-        x = ops.bitwise_xor(
-            x, ops.bitwise_and(ops.right_shift(x, shift), (1 << (32 - shift)) - 1)
-        )
-        if multiplier is not None:
-            x = x * multiplier
-    return x
-
-
-def counter_uniform(streams, step, shape, low, high):
-    """Uniform floats in `[low, high)`, of shape `(len(streams), *shape)`.
-
-    Element `e` of stream `s` at step `t` is `_mix(e ^ _mix(t ^ _mix(s)))`,
-    its top 24 bits scaled to `[0, 1)`: a pure function of `(s, t, e)`, so
-    each stream's values do not depend on the other streams, and a step
-    draws the same values whenever it is run. A continuous uniform never
-    draws exactly 0, but this grid of `2**24` values does when 0 is on it
-    (U[-2, 2]: once in 16.8 million draws), and a target such as `a / 0` is
-    then infinite (the run's weights turn NaN): such a draw takes the middle
-    of its grid step, half a step above 0. No other value changes. Cheap on
-    every backend (elementwise integer arithmetic, which XLA vectorizes), where a
-    generator such as Threefry or Philox per stream costs several times the
-    rest of a training step here.
-
-    Args:
-        streams: int32 tensor `(runs,)`, one stream id per run.
-        step: Integer scalar (tensor), the step.
-        shape: Shape of each stream's draw.
-        low: Lower bound.
-        high: Upper bound.
-    """
-    size = int(np.prod(shape))
-    keys = _mix(
-        ops.bitwise_xor(_mix(ops.cast(streams, "int32")), ops.cast(step, "int32"))
-    )
-    counters = ops.arange(size, dtype="int32")
-    bits = _mix(ops.bitwise_xor(counters[None, :], keys[:, None]))
-    unit = ops.cast(ops.bitwise_and(ops.right_shift(bits, 8), 0xFFFFFF), "float32")
-    unit = unit * (1.0 / 2**24)
-    x = low + (high - low) * unit
-    x = ops.where(x == 0.0, (high - low) * 2.0**-25, x)
-    return ops.reshape(x, (-1, *shape))
-
-
-def _stream(seed, target, interpolation=None):
-    """The id of the batch stream of the run `(target, seed)` (an int32), or
-    of `(target, interpolation, seed)` on an interpolation range of the
-    benchmark's `ranges`.
-
-    The paper's operations keep the ids they had when they were the only
-    targets, `seed * 6 + i` for the `i`-th of `TARGETS`; any other target
-    (an expression), and any run of a benchmark of `ranges`, takes a
-    negative id hashed from its name, the seed and the range, apart from
-    those (so the runs of two ranges draw apart, not one stream rescaled).
-    """
-    if interpolation is not None:
-        low, high = interpolation
-        key = f"{target}\0{seed}\0{float(low)!r},{float(high)!r}"
-        return -1 - zlib.crc32(key.encode()) % 2**31
-    if target in TARGETS:
-        return seed * len(TARGETS) + list(TARGETS).index(target)
-    return -1 - zlib.crc32(f"{target}\0{seed}".encode()) % 2**31
-
-
-def l1_beta(step, start, end, every=10_000, growth=10.0):
-    """The weight of the L1 penalty of Heim et al.'s NPU as Mistry et al.'s
-    benchmark steps it (`--regualizer-beta-start/-end/-step/-growth`):
-    `min(start * growth**floor((step - 1) / every), end)` at the update
-    `step` (from 1; their iteration `step - 1`, from 0). `start` and `end`
-    may be tensors `(runs,)`, one per run. (Theirs multiplies by `growth`
-    until the value is at least `end`, which for an `end` that is not
-    `start` times a power of `growth` ends above `end`; their script's are
-    powers of 10.)
-
-    >>> [f"{float(l1_beta(s, 1e-7, 1e-5)):.0e}" for s in (1, 10_000, 10_001, 20_001)]
-    ['1e-07', '1e-07', '1e-06', '1e-05']
-    """
-    start = ops.convert_to_tensor(start, "float32")
-    stage = ops.floor((ops.cast(step, "float32") - 1.0) / float(every))
-    # Late stages overflow to inf, which `end` bounds; but 0 * inf is NaN.
-    grown = ops.minimum(start * ops.power(float(growth), stage), end)
-    return ops.where(start > 0, grown, ops.zeros_like(grown))
-
-
-def _l1(value, operations):
-    """`{operation: (start, end)}` of the `l1` argument: one `(start, end)`
-    for every operation, or a dict of one per operation."""
-    ok = True
-    pairs = dict.fromkeys(operations, value) if not isinstance(value, dict) else value
-    try:
-        checked = {}
-        for operation, pair in pairs.items():
-            start, end = pair
-            start = validation.non_negative_float("start", start)
-            end = validation.non_negative_float("end", end)
-            ok = ok and start <= end
-            checked[operation] = (start, end)
-    except (TypeError, ValueError):
-        ok = False
-    if not ok or set(checked) != set(operations):
-        raise ValueError(
-            "Received an invalid value for `l1`, expected None, (start, end) "
-            "with 0 <= start <= end, or {operation: (start, end)} for each of "
-            f"the operations {tuple(operations)}. Received: l1={value!r}"
-        )
-    return checked
 
 
 def _ranges(value, task_kwargs):
@@ -648,46 +109,6 @@ def _ranges(value, task_kwargs):
     return found
 
 
-def _schedule(value):
-    ok = isinstance(value, (tuple, list)) and len(value) == 3
-    if ok:
-        try:
-            strength = validation.non_negative_float("strength", value[0])
-            start = validation.non_negative_int("start", value[1])
-            end = validation.non_negative_int("end", value[2])
-            ok = end >= start
-        except ValueError:
-            ok = False
-    if not ok:
-        raise ValueError(
-            "Received an invalid value for `regularization`, expected None or "
-            "(strength >= 0, start >= 0, end >= start) with integer steps. "
-            f"Received: regularization={value!r}"
-        )
-    return strength, start, end
-
-
-def _learning_rate(value):
-    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
-        return value
-    try:
-        return validation.positive_float("learning_rate", value)
-    except ValueError:
-        raise ValueError(
-            "Received an invalid value for `learning_rate`, expected a positive "
-            "float or a keras.optimizers.schedules.LearningRateSchedule. "
-            f"Received: learning_rate={value!r}"
-        ) from None
-
-
-def _serialized_rate(value):
-    """`value` as the JSON of a benchmark's configuration (a schedule as its
-    Keras config, so a checkpoint resumes only under the same schedule)."""
-    if isinstance(value, keras.optimizers.schedules.LearningRateSchedule):
-        return keras.optimizers.schedules.serialize(value)
-    return value
-
-
 class StaticBenchmark:
     """Trains `model` on every `(operation, seed)` pair at once.
 
@@ -706,34 +127,17 @@ class StaticBenchmark:
             "mul", "div", "square", "sqrt") or an expression of the inputs
             `a` and `b` ("2*a - b"; `parse_target`), or one as a string.
         seeds: Sequence of integer seeds, each run for every operation.
-        batch_size: Fresh examples per step and run.
-        learning_rate: Adam's learning rate (`keras.optimizers.Adam`, its
-            other arguments at their defaults but `epsilon`): a positive
-            float or a `keras.optimizers.schedules.LearningRateSchedule` of
-            the step (e.g. `PiecewiseConstantDecay` to lower it late in
-            training).
+        recipe: How the runs train (`nalu_research.recipe.Recipe`: learning
+            rate, batch size, clipping, penalties, layer options), default
+            `Recipe()`.
         eval_size: Examples per run in each of the fixed interpolation and
             extrapolation test sets.
-        regularization: `(strength, start, end)` of the units' penalty
-            schedule, for every layer with one; `"default"` for each layer's
-            own default (`EngineModel.schedules`), or None for no penalty.
-            Ignored by models without one.
-        nmu_center: Center of the NMU and NMRU kernels' initial range
-            (`keras_nalu.initializers.NMUUniform`), or None for the layers'
-            default initializer.
-        layer_options: `{kind: {argument: value}}`, constructor arguments
-            that change the layers of these kinds from their defaults (see
-            `EngineModel`), e.g. `{"nmru": {"sign_retrieval": True}}`.
-        clipnorm: Largest L2 norm of each run's gradient (over all its
-            weights, as PyTorch's `clip_grad_norm_` of one model), or None.
         threshold: The extrapolation MSE below which a run counts as solved,
             or None for Madsen & Johansen's simulated threshold of each
             target (`nalu_research.tasks.success_threshold`), `"mistry"`
             for Mistry et al.'s (`nalu_research.tasks.mistry_threshold`,
             epsilon 1e-5), or a function of a run's task (a
             `StaticArithmetic`) to its threshold.
-        adam_epsilon: Adam's `epsilon`, or None for Keras's default (1e-7;
-            PyTorch's Adam, which Madsen & Johansen's code uses, has 1e-8).
         ranges: None (every run on the task's ranges), or the ranges the
             runs train on, each as its own runs: a sequence of
             `(interpolation, extrapolation)` pairs, keyed by their index, or
@@ -741,23 +145,7 @@ class StaticBenchmark:
             `(operation, key, seed)` for every operation, range and seed,
             each drawing its batches from its own interpolation range and
             stream, with its own threshold; rows carry `range` (the key).
-        clipvalue: Bound of each gradient element's magnitude, applied
-            after `clipnorm` (PyTorch's `clip_grad_value_`, as Mistry et
-            al.'s code applies it after `clip_grad_norm_`), or None.
-        l1: None, or the L1 penalty of Heim et al.'s NPU as Mistry et al.'s
-            benchmark schedules it: `l1_beta(step, start, end, l1_every,
-            l1_growth)` times the sum of `|w|` over every trainable weight
-            of the run, added to each run's loss; `(start, end)` for every
-            operation or `{operation: (start, end)}`.
-        l1_every: Steps between two growths of the L1 weight.
-        l1_growth: The factor of each growth.
-        penalty_gate: Whether each run's layer penalties are multiplied by
-            its entry of `penalty_gate`, a non-trainable `(runs,)` variable
-            starting at 1 that an `after_eval` hook of `run` may set (e.g.
-            Mistry et al.'s iNALU, penalized only while its interpolation
-            MSE is below 1: `InaluProtocol`). It is saved with the
-            checkpoint. False: no gate, the program as without it.
-        task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
+        **task_kwargs: Passed to `StaticArithmetic` (ranges, sizes). The
             interpolation range must be one interval (batches are drawn in
             the graph); the extrapolation range may be a union.
     """
@@ -767,127 +155,96 @@ class StaticBenchmark:
         model,
         operations,
         seeds,
-        batch_size=128,
-        learning_rate=1e-3,
+        recipe=None,
+        *,
         eval_size=10_000,
-        regularization="default",
-        nmu_center=None,
-        layer_options=None,
-        clipnorm=None,
         threshold=None,
-        adam_epsilon=None,
         ranges=None,
-        clipvalue=None,
-        l1=None,
-        l1_every=10_000,
-        l1_growth=10.0,
-        penalty_gate=False,
         **task_kwargs,
     ):
+        if recipe is not None and not isinstance(recipe, Recipe):
+            raise validation.invalid("recipe", "a Recipe or None", recipe)
+        self.recipe = Recipe() if recipe is None else recipe
         unit_kinds(model)  # raises for an unknown model
         self.model = model
         operations = [operations] if isinstance(operations, str) else operations
-        targets = [parse_target(op, "operation") for op in operations]
-        self._config = {
-            "model": model,
-            # Names, as before targets were expressions: checkpoints resume.
-            "operations": [t.name for t in targets],
-            "seeds": list(seeds),
-            "batch_size": batch_size,
-            "learning_rate": _serialized_rate(learning_rate),
-            "eval_size": eval_size,
-            "regularization": regularization,
-            "nmu_center": nmu_center,
-            **task_kwargs,
-        }
-        # Only when set: a checkpoint written before these existed resumes.
-        if clipnorm is not None:
-            self._config["clipnorm"] = clipnorm
-        self.layer_options = _check_options(layer_options)
-        if layer_options:
-            self._config["layer_options"] = layer_options
-        if threshold is not None and not callable(threshold):
-            self._config["threshold"] = threshold
-        self.adam_epsilon = None
-        if adam_epsilon is not None:
-            self.adam_epsilon = validation.positive_float("adam_epsilon", adam_epsilon)
-            self._config["adam_epsilon"] = self.adam_epsilon
-        self.clipnorm = (
-            None
-            if clipnorm is None
-            else validation.positive_float("clipnorm", clipnorm)
-        )
-        self.clipvalue = (
-            None
-            if clipvalue is None
-            else validation.positive_float("clipvalue", clipvalue)
-        )
-        if clipvalue is not None:
-            self._config["clipvalue"] = self.clipvalue
-        operations = [t.name for t in targets]
-        self.ranges = None if ranges is None else _ranges(ranges, task_kwargs)
-        if ranges is not None:
-            self._config["ranges"] = [[k, *v] for k, v in self.ranges.items()]
-        self.l1 = None if l1 is None else _l1(l1, operations)
-        if l1 is not None:
-            self.l1_every = validation.positive_int("l1_every", l1_every)
-            self.l1_growth = validation.positive_float("l1_growth", l1_growth)
-            self._config["l1"] = {
-                "beta": self.l1,
-                "every": self.l1_every,
-                "growth": self.l1_growth,
-            }
+        # Names, as before targets were expressions: checkpoints resume.
+        operations = [parse_target(op, "operation").name for op in operations]
         seeds = [validation.non_negative_int("seeds", s) for s in seeds]
         if not operations or not seeds:
             raise ValueError(
                 "Received no runs, expected at least one operation and one seed. "
                 f"Received: operations={operations}, seeds={seeds}"
             )
-        self.batch_size = validation.positive_int("batch_size", batch_size)
-        self.learning_rate = _learning_rate(learning_rate)
         eval_size = validation.positive_int("eval_size", eval_size)
-        # The tasks fix the input size, then the model is resolved, once.
-        if self.ranges is None:
-            self.runs = [(op, seed) for op in operations for seed in seeds]
-            self.tasks = [
-                StaticArithmetic(op, seed=seed, **task_kwargs) for op, seed in self.runs
-            ]
-        else:
-            self.runs = [
-                (op, key, seed) for op in operations for key in self.ranges
-                for seed in seeds
-            ]  # fmt: skip
-            self.tasks = [
-                StaticArithmetic(
-                    op,
-                    seed=seed,
-                    interpolation_range=self.ranges[key][0],
-                    extrapolation_range=self.ranges[key][1],
-                    **task_kwargs,
-                )
-                for op, key, seed in self.runs
-            ]
+        self.ranges = None if ranges is None else _ranges(ranges, task_kwargs)
+        self.l1 = self.recipe.l1_for(operations)
+        self._make_tasks(operations, seeds, task_kwargs)
+        self.thresholds = self._thresholds(threshold)
+        # What a checkpoint must have been written for, in one place.
+        self._config = {
+            "model": model,
+            "operations": operations,
+            "seeds": seeds,
+            "eval_size": eval_size,
+            **task_kwargs,
+            **self.recipe.config(operations),
+        }
+        if threshold is not None:  # a function's values, as JSON
+            value = self.thresholds.tolist() if callable(threshold) else threshold
+            self._config.update(threshold=value)
+        if self.ranges is not None:
+            self._config.update(ranges=[[k, *v] for k, v in self.ranges.items()])
+        self.engine_model = EngineModel(
+            model, self.input_size, self.recipe.layer_options, self.recipe.nmu_center
+        )
+        schedule = self.recipe.schedule()
+        self.schedules = dict(self.engine_model.schedules)
+        if schedule != "default":
+            self.schedules = dict.fromkeys(self.schedules, schedule) if schedule else {}
+        self._make_batches(operations)
+        self.test_sets = {
+            split: self._test_set(split, eval_size)
+            for split in ("interpolation", "extrapolation")
+        }
+        self._make_weights()
+        self.random_mse = self._evaluated()
+
+    def _make_tasks(self, operations, seeds, task_kwargs):
+        """The runs, `(operation, seed)` or `(operation, range, seed)`, and
+        their tasks (`StaticArithmetic`), which fix the input size."""
+        keys = [None] if self.ranges is None else list(self.ranges)
+        self.runs = [
+            (op, seed) if key is None else (op, key, seed)
+            for op in operations
+            for key in keys
+            for seed in seeds
+        ]
+        self.tasks = []
+        for run in self.runs:
+            ranges = {}
+            if self.ranges is not None:
+                interpolation, extrapolation = self.ranges[run[1]]
+                ranges = {
+                    "interpolation_range": interpolation,
+                    "extrapolation_range": extrapolation,
+                }
+            self.tasks.append(
+                StaticArithmetic(run[0], seed=run[-1], **ranges, **task_kwargs)
+            )
         self._operations = [run[0] for run in self.runs]
         self._seeds = [run[-1] for run in self.runs]
         self.input_size = self.tasks[0].input_size
-        self.engine_model = EngineModel(
-            model, self.input_size, self.layer_options, nmu_center
-        )
-        self.schedules = dict(self.engine_model.schedules)
-        if regularization is None:
-            self.schedules = {}
-        elif regularization != "default":
-            schedule = _schedule(regularization)
-            self.schedules = dict.fromkeys(self.schedules, schedule)
         if np.ndim(self.tasks[0].interpolation_range) != 1:
             raise ValueError(
                 "Received an invalid value for `interpolation_range`, expected "
                 "one interval (low, high): batches are drawn in the graph. "
                 f"Received: interpolation_range={task_kwargs['interpolation_range']}"
             )
-        self.thresholds = self._thresholds(threshold)
-        if callable(threshold):  # its values, as JSON
-            self._config["threshold"] = self.thresholds.tolist()
+
+    def _make_batches(self, operations):
+        """What the compiled program draws each run's batches with: its
+        slices' masks, its target, its stream, its range, its L1 weights."""
         masks = np.zeros((len(self.runs), self.input_size, 2), "float32")
         for i, task in enumerate(self.tasks):
             masks[i, task.a_slice, 0] = 1.0
@@ -907,7 +264,7 @@ class StaticBenchmark:
         self._streams = ops.convert_to_tensor(
             np.array(
                 [
-                    _stream(
+                    stream_id(
                         seed,
                         op,
                         None if self.ranges is None else task.interpolation_range,
@@ -929,10 +286,10 @@ class StaticBenchmark:
             starts, ends = np.array([self.l1[op] for op in self._operations]).T
             self._l1_start = ops.convert_to_tensor(starts.astype("float32"))
             self._l1_end = ops.convert_to_tensor(ends.astype("float32"))
-        self.test_sets = {
-            split: self._test_set(split, eval_size)
-            for split in ("interpolation", "extrapolation")
-        }
+
+    def _make_weights(self):
+        """The runs' stacked weights, Adam, the penalty gate and the
+        compiled training and evaluation programs."""
         # Each trainable weight stacks the runs' Keras-initialized weights and
         # keeps the layer's constraint (NAU, NMU, NMRU: clipping to [low,
         # high]), which the optimizer applies after every update, as it does
@@ -950,8 +307,11 @@ class StaticBenchmark:
         # weight moves exactly as it would alone. No `clipnorm` or
         # `global_clipnorm`: their norms would span the runs of a weight (clip
         # each run's gradient before `apply` if that is ever needed).
-        epsilon = {} if self.adam_epsilon is None else {"epsilon": self.adam_epsilon}
-        self.optimizer = keras.optimizers.Adam(self.learning_rate, **epsilon)
+        recipe = self.recipe
+        epsilon = (
+            {} if recipe.adam_epsilon is None else {"epsilon": recipe.adam_epsilon}
+        )
+        self.optimizer = keras.optimizers.Adam(recipe.learning_rate, **epsilon)
         self.optimizer.build(list(self.params.values()))
         # The step counter is the optimizer's `iterations`: after t steps,
         # the next one draws batch t + 1.
@@ -962,13 +322,13 @@ class StaticBenchmark:
         )
         self._variables = [*self.params.values(), *self.optimizer.variables]
         self.penalty_gate = None
-        if penalty_gate:
-            self._config["penalty_gate"] = True
+        if recipe.penalty_gate:
             # After the optimizer's variables: the state the steps thread.
             self.penalty_gate = keras.Variable(
-                np.ones(len(self.runs), "float32"), trainable=False,
+                np.ones(len(self.runs), "float32"),
+                trainable=False,
                 name="penalty_gate",
-            )  # fmt: skip
+            )
             self._variables.append(self.penalty_gate)
         # JAX and torch train on values (Keras's stateless optimizer step;
         # on torch 2.6 times faster here than updating in place); Keras's
@@ -978,7 +338,6 @@ class StaticBenchmark:
             self._train_stateless if self._stateless else self._train_in_place
         )
         self._evaluate = compiled(self._mse)
-        self.random_mse = self._evaluated()
 
     @property
     def step(self):
@@ -992,7 +351,7 @@ class StaticBenchmark:
         if self.engine_model.kinds is None:
             return {}
         unit = self.engine_model.layers[layer]
-        found = unit.effective_weights(_layer_weights(self._weights(), layer))
+        found = unit.effective_weights(layer_weights(self._weights(), layer))
         return {name: ops.convert_to_numpy(value) for name, value in found.items()}
 
     def reinitialize(self, runs, draw):
@@ -1078,7 +437,7 @@ class StaticBenchmark:
 
     def _batch(self, step):
         """The fresh batch `(x, y)` of every run at step `step` (from 1)."""
-        shape = (self.batch_size, self.input_size)
+        shape = (self.recipe.batch_size, self.input_size)
         x = counter_uniform(self._streams, step, shape, self._low, self._high)
         return x, self._targets(x)
 
@@ -1097,8 +456,8 @@ class StaticBenchmark:
                     weight = weight * gate
                 loss += weight * self.engine_model.layer_penalty(weights, layer)
         if self.l1 is not None:
-            beta = l1_beta(step, self._l1_start, self._l1_end, self.l1_every,
-                           self.l1_growth)  # fmt: skip
+            every, growth = self.recipe.l1_every, self.recipe.l1_growth
+            beta = l1_beta(step, self._l1_start, self._l1_end, every, growth)
             loss += beta * sum(
                 ops.sum(ops.reshape(ops.abs(w), (w.shape[0], -1)), axis=1)
                 for w in params.values()
@@ -1116,16 +475,18 @@ class StaticBenchmark:
         scaled down to at most `clipnorm`, as `clip_grad_norm_` would scale
         that run's alone, then each element bounded by `clipvalue` (as
         `clip_grad_value_`, elementwise: per run by construction)."""
-        if self.clipnorm is not None:
-            grads = self._norm_clipped(grads)
-        if self.clipvalue is not None:
-            grads = [ops.clip(g, -self.clipvalue, self.clipvalue) for g in grads]
+        clipnorm, clipvalue = self.recipe.clipnorm, self.recipe.clipvalue
+        if clipnorm is not None:
+            grads = self._norm_clipped(grads, clipnorm)
+        if clipvalue is not None:
+            grads = [ops.clip(g, -clipvalue, clipvalue) for g in grads]
         return grads
 
-    def _norm_clipped(self, grads):
-        squares = sum(ops.sum(ops.reshape(ops.square(g), (g.shape[0], -1)), axis=1)
-                      for g in grads)  # fmt: skip
-        scale = ops.minimum(1.0, self.clipnorm / (ops.sqrt(squares) + 1e-6))
+    def _norm_clipped(self, grads, clipnorm):
+        squares = sum(
+            ops.sum(ops.reshape(ops.square(g), (g.shape[0], -1)), axis=1) for g in grads
+        )
+        scale = ops.minimum(1.0, clipnorm / (ops.sqrt(squares) + 1e-6))
         return [
             g * ops.reshape(scale, (-1,) + (1,) * (len(g.shape) - 1)) for g in grads
         ]
@@ -1315,12 +676,18 @@ class StaticBenchmark:
                     progress.update(done, self.progress_values(history[-1]))
                 if checkpoint is not None:
                     as_json = [
-                        {k: np.asarray(v).tolist() if k in self.test_sets else v
-                         for k, v in entry.items()}
+                        {
+                            k: np.asarray(v).tolist() if k in self.test_sets else v
+                            for k, v in entry.items()
+                        }
                         for entry in history
-                    ]  # fmt: skip
-                    state = {"history": as_json, "seconds": seconds, "done": done,
-                             "config": config}  # fmt: skip
+                    ]
+                    state = {
+                        "history": as_json,
+                        "seconds": seconds,
+                        "done": done,
+                        "config": config,
+                    }
                     values = [ops.convert_to_numpy(v) for v in self._variables]
                     try:
                         checkpoint.save(values, state)
@@ -1328,8 +695,10 @@ class StaticBenchmark:
                         logger.warning(
                             "Could not save the checkpoint of iteration %d in %s "
                             "(%s); the previous one stays, and training goes on.",
-                            done, checkpoint.directory, error,
-                        )  # fmt: skip
+                            done,
+                            checkpoint.directory,
+                            error,
+                        )
             if done >= iterations:
                 break
             chunk = min(eval_every - done % eval_every, iterations - done)
@@ -1466,150 +835,3 @@ def _best(errors):
     """The smallest finite value of `errors`, or NaN when none is finite."""
     finite = errors[np.isfinite(errors)]
     return float(finite.min()) if finite.size else float("nan")
-
-
-def _half_statistics(values, counts, lengths):
-    """For the list `np.repeat(values, counts)` cut to its first `L` items,
-    for each `L` of `lengths`: the mean of its first `L // 2` items, and the
-    mean and the (population) standard deviation of the rest. Arrays of
-    `lengths`' shape, computed from the runs of equal values without
-    expanding them."""
-    bounds = np.concatenate([[0], np.cumsum(counts)])  # (segments + 1,)
-    lengths = np.asarray(lengths)[:, None]
-    half = lengths // 2
-
-    def counted(low, high):  # each segment's items in [low, high): (checks, segs)
-        return np.clip(
-            np.minimum(bounds[1:], high) - np.maximum(bounds[:-1], low), 0, None
-        )
-
-    first = counted(0, half)
-    second = counted(half, lengths)
-    mean_first = (first * values).sum(1) / half[:, 0]
-    mean_second = (second * values).sum(1) / (lengths - half)[:, 0]
-    spread = (second * np.square(values - mean_second[:, None])).sum(1)
-    return mean_first, mean_second, np.sqrt(spread / (lengths - half)[:, 0])
-
-
-class InaluProtocol:
-    """Mistry et al.'s iNALU protocol (their benchmark's `--reinit` and its
-    gated penalty; experiments/single_layer_benchmark.py), as an
-    `after_eval` hook of `StaticBenchmark.run` for a benchmark built with
-    `penalty_gate=True`.
-
-    - The penalty gate: their iNALU penalty counts only while the run's
-      last logged interpolation MSE is below `gate_threshold` (and after
-      iteration 10,000: the penalty schedule's part). At each evaluation
-      each run's `penalty_gate` becomes 1 where its interpolation MSE is
-      below `gate_threshold`, else 0 (NaN: 0).
-    - Reinitialisation: theirs appends the last logged interpolation MSE
-      to a list at every iteration and, every `interval` iterations once
-      the list holds more than `max_stored` values, re-draws the weights
-      when the mean of the list's first half is at most the mean plus the
-      standard deviation of its second half and that mean is above
-      `loss_threshold`, then empties the list (Adam's state untouched).
-      The MSE changes only at evaluations, so at each evaluation the list
-      each of their checks until the next one would see is known: this
-      replays those checks, and a run whose check fires is reinitialised
-      (`StaticBenchmark.reinitialize`, drawn by the iteration) at this
-      evaluation, where theirs would at the firing iteration, up to
-      `eval_every - interval` iterations later: the one difference. The
-      list then holds what theirs holds after the reset (the stale MSE of
-      the iterations left until the next evaluation).
-
-    The last entry gets `"reinitialized"`: the runs reinitialised at it.
-    The hook keeps each run's list; after a resume it replays the restored
-    history (the same decisions, without touching the weights).
-
-    Args:
-        iterations: The iterations the benchmark trains (no check after).
-        eval_every: Iterations between evaluations (`run`'s).
-        interval: Iterations between two checks (`--reinit-epoch-interval`).
-        max_stored: Values the list must exceed (`--reinit-max-stored-losses`).
-        loss_threshold: `--reinit-loss-thr`.
-        gate_threshold: The interpolation MSE below which the penalty counts.
-        reinitialize: False for the gate alone.
-    """
-
-    def __init__(
-        self,
-        iterations,
-        eval_every=1000,
-        interval=10,
-        max_stored=5000,
-        loss_threshold=1.0,
-        gate_threshold=1.0,
-        reinitialize=True,
-    ):
-        self.iterations = validation.positive_int("iterations", iterations)
-        self.eval_every = validation.positive_int("eval_every", eval_every)
-        self.interval = validation.positive_int("interval", interval)
-        self.max_stored = validation.non_negative_int("max_stored", max_stored)
-        self.loss_threshold = float(loss_threshold)
-        self.gate_threshold = float(gate_threshold)
-        self.reinitialize = bool(reinitialize)
-        self._lists = None  # per run, [values, counts] of its list
-        self._seen = 0  # the history entries replayed
-
-    def update(self, iteration, interpolation):
-        """Adds the evaluation at `iteration` (per-run interpolation MSEs) to
-        the runs' lists and replays their checks until the next evaluation;
-        returns the mask of the runs whose check fired."""
-        interpolation = np.asarray(interpolation, dtype=np.float64)
-        if self._lists is None:
-            self._lists = [[[], []] for _ in interpolation]
-        stop = min(iteration + self.eval_every, self.iterations)
-        fired = np.zeros(len(interpolation), bool)
-        if iteration >= stop:
-            return fired
-        first = -(-max(iteration, 1) // self.interval) * self.interval
-        checks = np.arange(first, stop, self.interval)  # their epochs checked
-        for i, value in enumerate(interpolation):
-            values, counts = self._lists[i]
-            begin = iteration  # this value's first iteration in the list
-            while self.reinitialize:
-                stored = sum(counts)
-                pending = checks[checks >= begin]
-                due = pending[stored + pending - begin + 1 > self.max_stored]
-                if not len(due):
-                    break
-                mean_first, mean_second, std_second = _half_statistics(
-                    np.array([*values, value]),
-                    np.array([*counts, stop - begin]),
-                    stored + due - begin + 1,
-                )
-                hits = np.nonzero(
-                    (mean_first <= mean_second + std_second)
-                    & (mean_second > self.loss_threshold)
-                )[0]
-                if not hits.size:
-                    break
-                fired[i] = True  # emptied after that iteration's update
-                values, counts, begin = [], [], int(due[hits[0]]) + 1
-            if stop > begin:
-                values.append(value)
-                counts.append(stop - begin)
-            self._lists[i] = [values, counts]
-        return fired
-
-    def __call__(self, bench, history):
-        if bench.penalty_gate is None:
-            raise ValueError(
-                "Received a benchmark without a penalty gate, expected one built "
-                "with `penalty_gate=True` for the InaluProtocol hook. Received: "
-                f"penalty_gate={bench.penalty_gate!r}"
-            )
-        if self._seen != len(history) - 1:  # a resume: replay the history
-            self._lists, self._seen = None, 0
-            for entry in history[:-1]:
-                self.update(entry["iteration"], entry["interpolation"])
-        entry = history[-1]
-        self._seen = len(history)
-        interpolation = np.asarray(entry["interpolation"], dtype=np.float64)
-        fired = self.update(entry["iteration"], interpolation)
-        bench.penalty_gate.assign(
-            (interpolation < self.gate_threshold).astype("float32")
-        )
-        runs = np.nonzero(fired)[0]
-        bench.reinitialize(runs, entry["iteration"])
-        entry["reinitialized"] = runs.tolist()

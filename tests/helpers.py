@@ -49,3 +49,19 @@ def assert_gradients_reach_every_weight(layer, x):
 
 def constant(value):
     return keras.initializers.Constant(value)
+
+
+def package_units(cells=True):
+    """The arithmetic units `keras_nalu` exports, found through its one list
+    of layers, `keras_nalu.layers.__all__`: every `ArithmeticUnit` but the
+    interface itself, the recurrent cells too unless `cells` is False. A unit
+    added to the package is in it with no change to the tests."""
+    from keras_nalu import layers
+
+    return [
+        unit
+        for unit in (getattr(layers, name) for name in layers.__all__)
+        if issubclass(unit, layers.ArithmeticUnit)
+        and unit is not layers.ArithmeticUnit
+        and (cells or not hasattr(unit, "state_size"))
+    ]

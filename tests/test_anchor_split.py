@@ -6,7 +6,7 @@ import json
 import pytest
 
 from nalu_research.experiments import anchor_split
-from nalu_research.seed_batched import SMALL_SPLIT
+from nalu_research.experiments.anchor_split import SMALL_SPLIT
 
 
 def test_the_named_seeds_are_what_their_constants_say_and_get_moved(tmp_path):

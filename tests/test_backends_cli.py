@@ -4,6 +4,7 @@ check of the other backends, and the training-step benchmark."""
 import argparse
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,7 @@ def example(name, *args, cwd):
 
 
 def test_every_experiment_has_a_stub_and_a_default_backend():
-    experiments = {p.stem for p in EXPERIMENTS.glob("*.py")} - {"__init__"}
+    experiments = {m.name for m in pkgutil.iter_modules([str(EXPERIMENTS)])}
     assert set(backends.DEFAULTS) == experiments
     assert {p.stem for p in EXAMPLES.glob("*.py")} == experiments
     assert set(backends.DEFAULTS.values()) <= set(backends.BACKENDS)

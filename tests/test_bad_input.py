@@ -15,18 +15,17 @@ import keras
 import numpy as np
 import pytest
 
-import keras_nalu
 from keras_nalu import NAU, NMU, export_saved_model, formulas, snap_weights, training
 from nalu_research.experiments import (
     demo,
-    number_translation,
     program_evaluation,
     static_arithmetic,
 )
 from nalu_research.layers import CheckedTokens
-from nalu_research.models import mnist
+from nalu_research.models import mnist, number_words
 from nalu_research.tasks.number_words import encode
 from nalu_research.tasks.program_evaluation import TOKENS
+from tests.helpers import package_units
 from tests.test_export import serve_models_in_fresh_process
 
 pytestmark = pytest.mark.processes
@@ -112,8 +111,8 @@ def served(tmp_path_factory):
     "errors": {(kind, "dtype" | "shape"): error}, "specs": {kind: spec}}`."""
     folder = tmp_path_factory.mktemp("bad_input")
     keras.utils.set_random_seed(0)
-    ((_, words_model),) = number_translation.build_models("nalu", 4, [0])
-    text_model = number_translation.text_model(words_model)
+    ((_, words_model),) = number_words.build_models("nalu", 4, [0])
+    text_model = number_words.text_model(words_model)
     path = export_saved_model(text_model, folder / "words", np.array(VALID + [""]))
     cases = [(path, texts, "string") for texts in PHRASES.values()]
     cases += [(path, [1, 2], "int32"), (path, [["nine"]], "string")]
@@ -453,10 +452,7 @@ def test_export_refuses_a_name_too_long_and_leaves_no_folder(tmp_path):
     assert export_saved_model(exact_sum(), path.with_name("x" * 255)).is_dir()
 
 
-UNITS = [
-    getattr(keras_nalu, name)
-    for name in ("NAC", "NALU", "NAU", "NMU", "NMRU", "INALU", "RealNPU")
-]
+UNITS = package_units(cells=False)
 
 
 @pytest.mark.backends

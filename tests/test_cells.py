@@ -8,61 +8,12 @@ from keras_nalu import NAC, NALU, NAU, NACCell, NALUCell, NAUCell
 from keras_nalu.regularizers import Sparsity
 from keras_nalu.snapping import snap_weights
 from tests.helpers import assert_gradients_reach_every_weight, constant
-from tests.layer_test_case import run_layer_test
-from tests.test_nalu import FULL_KWARGS, RANDOM_NORMAL_INIT
+from tests.test_nalu import RANDOM_NORMAL_INIT
 from tests.test_ops import np_nac_weight, np_nalu
 
 pytestmark = pytest.mark.backends
 
 CELLS = [NACCell, NALUCell, NAUCell]
-
-
-def test_nac_cell_public_api(tmp_path):
-    run_layer_test(
-        NACCell,
-        {
-            "units": 2,
-            "w_hat_initializer": "glorot_normal",
-            "m_hat_initializer": "random_uniform",
-            "w_hat_regularizer": "l2",
-            "m_hat_constraint": "non_neg",
-        },
-        input_shape=(4, 6, 3),
-        expected_output_shape=(4, 2),
-        tmp_path=tmp_path,
-    )
-
-
-@pytest.mark.parametrize("tied_weights", [True, False])
-def test_nalu_cell_public_api(tmp_path, tied_weights):
-    run_layer_test(
-        NALUCell,
-        {**FULL_KWARGS, "tied_weights": tied_weights},
-        input_shape=(4, 6, 3),
-        expected_output_shape=(4, 2),
-        mixed_precision_output_dtype="float16",  # the RNN wrapper's dtype
-        tmp_path=tmp_path,
-    )
-
-
-def test_nau_cell_public_api(tmp_path):
-    run_layer_test(
-        NAUCell,
-        {
-            "units": 2,
-            "kernel_initializer": "glorot_normal",
-            "recurrent_initializer": "orthogonal",
-            "kernel_regularizer": Sparsity(0.1),
-            "recurrent_regularizer": Sparsity(1.0),
-            "kernel_constraint": "non_neg",
-            "recurrent_constraint": "non_neg",
-            "centered_gradient": True,
-            "diagonal_state": True,
-        },
-        input_shape=(4, 6, 3),
-        expected_output_shape=(4, 2),
-        tmp_path=tmp_path,
-    )
 
 
 def numpy_weights(cell):
@@ -122,9 +73,13 @@ def test_a_nau_cell_saved_with_its_state_rows_in_its_kernel_loads():
     sequence, last = (keras.ops.convert_to_numpy(y) for y in model(x))
     np.testing.assert_array_equal(
         sequence[0],
-        [[-0.25, 0.375], [-0.09375, 0.640625], [0.16796875, 1.271484375],
-         [0.26025390625, 2.144775390625]],
-    )  # fmt: skip
+        [
+            [-0.25, 0.375],
+            [-0.09375, 0.640625],
+            [0.16796875, 1.271484375],
+            [0.26025390625, 2.144775390625],
+        ],
+    )
     np.testing.assert_array_equal(last, [[-3.0, 6.3087158203125]])
 
 

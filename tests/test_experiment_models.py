@@ -14,12 +14,12 @@ import pytest
 from nalu_research.experiments import (
     demo,
     mystery_arithmetic,
-    number_translation,
     program_evaluation,
     recurrent_arithmetic,
     static_arithmetic,
 )
 from nalu_research.models import mnist as mnist_models
+from nalu_research.models import number_words
 from nalu_research.tasks import identity, mnist
 from nalu_research.tasks.program_evaluation import TOKENS
 
@@ -60,19 +60,15 @@ def experiment_models():
         )
         models[f"parity {variant}"] = (model, _positive(2, 16, 16, 1) / 3.0)
     ids = np.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]], "int32")
-    for kind in number_translation.MODELS:
-        ((steps_model, model),) = number_translation.build_models(kind, 8, [0])
+    for kind in number_words.MODELS:
+        ((steps_model, model),) = number_words.build_models(kind, 8, [0])
         models[f"number words {kind} (per token)"] = (steps_model, ids)
         models[f"number words {kind}"] = (model, ids)
     for kind in ("nac", "nalu"):
         for readout in ("recurrent", "two-layer", "pairs"):
-            ((_, model),) = number_translation.build_models(
-                kind, 8, [0], readout=readout
-            )
+            ((_, model),) = number_words.build_models(kind, 8, [0], readout=readout)
             models[f"number words {kind} {readout} readout"] = (model, ids)
-    ((_, model),) = number_translation.build_models(
-        "nalu", 8, [0], readout="configured"
-    )
+    ((_, model),) = number_words.build_models("nalu", 8, [0], readout="configured")
     models["number words nalu configured readout"] = (model, ids)
     program = np.zeros((2, 5, 1 + len(TOKENS)), "float32")
     program[:, :, 0] = [[1, 2, 3, 4, 5], [10, 20, 30, 40, 50]]

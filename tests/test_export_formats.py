@@ -23,7 +23,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, NPU, RealNPU
+from tests.helpers import package_units
 from tests.processes import blocking_imports
 
 pytestmark = [
@@ -33,9 +33,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:In the future `np.object`:FutureWarning"),
 ]
 
-UNITS = {
-    unit.__name__: unit for unit in (NAC, NALU, INALU, NAU, NMU, NMRU, NPU, RealNPU)
-}
+# Every unit layer of the package, by name (`keras_nalu.layers.__all__`).
+UNITS = {unit.__name__: unit for unit in package_units(cells=False)}
 # The NALU multiplies magnitudes (its products lose the sign) and so does
 # the NMRU without `sign_retrieval`: positive inputs, as their docs say. The
 # others take inputs of both signs. Magnitudes from 0.5 to 2: log's epsilon
@@ -194,8 +193,11 @@ def test_exported_files_serve_without_tensorflow_keras_or_keras_nalu(tmp_path):
     np.save(tmp_path / "x.npy", x)
     result = subprocess.run(
         [sys.executable, "-c", _SERVE_WITHOUT_KERAS, str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     for format in RUNNERS:
         np.testing.assert_allclose(

@@ -13,6 +13,9 @@ import sympy
 from keras_nalu import expressions, snap_weights
 from keras_nalu.testing import check_unit
 from nalu_research.experiments import feynman as experiment
+from nalu_research.experiments.feynman import peers, scoring, tables
+from nalu_research.experiments.feynman.formula import Formula
+from nalu_research.layers import ScaledPower
 from nalu_research.tasks import feynman
 
 pytestmark = pytest.mark.research
@@ -22,9 +25,11 @@ def test_the_table_has_the_issues_counts_by_form():
     equations = feynman.equations()
     assert len(equations) == 100
     found = collections.Counter(e.form for e in equations)
+    # fmt: off
     assert found == feynman.FORM_COUNTS == {
         "product": 38, "sum": 7, "rational": 14, "root": 12, "transcendental": 29,
-    }  # fmt: skip
+    }
+    # fmt: on
 
 
 @pytest.mark.parametrize(
@@ -48,8 +53,11 @@ def test_names_sympy_knows_are_the_variables():
     symbols = dict(zip(current.variables, current.symbols, strict=True))
     assert symbols["I"].is_positive and current.expression.has(symbols["I"])
     assert not current.expression.has(sympy.I) and current.expression.has(sympy.pi)
-    for name, variable in [("I.39.11", "gamma"), ("III.15.14", "E_n"),
-                           ("I.30.5", "lambd"), ("III.17.37", "beta")]:  # fmt: skip
+    # fmt: off
+    named = [("I.39.11", "gamma"), ("III.15.14", "E_n"),
+             ("I.30.5", "lambd"), ("III.17.37", "beta")]
+    # fmt: on
+    for name, variable in named:
         equation = feynman.equation(name)
         assert sympy.Symbol(variable, positive=True) in equation.expression.free_symbols
     assert feynman.equation("I.44.4").expression.has(sympy.log)  # ln
@@ -116,8 +124,8 @@ def test_a_formula_recovered_has_its_form_too():
     # 3/(20*pi) = 0.04775 is also 1/21 within 1e-2: the looser reading must
     # not lose what the strict one reads.
     equation = feynman.equation("II.8.7")
-    q, epsilon, d = (dict(zip(equation.variables, equation.symbols, strict=True))[n]
-                     for n in ("q", "epsilon", "d"))  # fmt: skip
+    variables = dict(zip(equation.variables, equation.symbols, strict=True))
+    q, epsilon, d = (variables[n] for n in ("q", "epsilon", "d"))
     found = float(3 / (20 * np.pi)) * q**2 / (epsilon * d)
     assert feynman.recovered(found, equation)
     assert feynman.recovered(found, equation, rtol=feynman.FORM_RTOL)
@@ -125,7 +133,7 @@ def test_a_formula_recovered_has_its_form_too():
 
 def test_the_power_unit_keeps_the_interface():
     check_unit(
-        experiment.ScaledPower(
+        ScaledPower(
             2, kernel_initializer="random_uniform", scale_initializer="random_uniform"
         )
     )
@@ -133,7 +141,7 @@ def test_the_power_unit_keeps_the_interface():
 
 def test_a_formula_becomes_units_that_snap_and_read_back():
     # m_0 * (1 - v**2/c**2) ** (-1/2): the product m_0 and one sum.
-    formula = experiment.Formula(
+    formula = Formula(
         a=np.array([1.0, 0.0, 0.0]),
         log_scale=0.0,
         betas=[-0.5],
@@ -153,12 +161,12 @@ def test_a_formula_becomes_units_that_snap_and_read_back():
 def test_gplearn_programs_are_read_into_sympy():
     equation = feynman.equation("I.12.1")  # mu*Nn
     x, y = equation.sample(200, seed=0)
-    estimator, generations = experiment.gplearn_peer(
-        x, y, seconds=0, seed=0, functions=experiment.GPLEARN_FUNCTIONS
+    estimator, generations = peers.gplearn_peer(
+        x, y, seconds=0, seed=0, functions=peers.GPLEARN_FUNCTIONS
     )
     assert generations == 1
-    read = experiment.gplearn_expression(estimator, equation.symbols)
-    values = experiment.evaluate(read, equation.symbols, x)
+    read = peers.gplearn_expression(estimator, equation.symbols)
+    values = scoring.evaluate(read, equation.symbols, x)
     predicted = estimator.predict(x)
     assert read.free_symbols <= set(equation.symbols)
     np.testing.assert_allclose(values, predicted, rtol=1e-6)
@@ -181,10 +189,12 @@ def printed_formulas(out):
 )
 def test_the_one_equation_command_prints_the_formula(name, expected, tmp_path, capsys):
     path = tmp_path / "one.json"
+    # fmt: off
     status = experiment.Feynman().main(
         ["--equation", name, "--seeds", "1", "--examples", "2000",
          "--peers", "--json", str(path)]
-    )  # fmt: skip
+    )
+    # fmt: on
     assert status == 0
     out = capsys.readouterr().out
     [printed] = printed_formulas(out)
@@ -195,7 +205,7 @@ def test_the_one_equation_command_prints_the_formula(name, expected, tmp_path, c
     assert "(recovered;" in out
     record = json.loads(path.read_text())
     [row] = record["runs"]
-    assert row["seeds"][0]["ours"]["extrapolation"] < experiment.EXTRAPOLATED
+    assert row["seeds"][0]["ours"]["extrapolation"] < tables.EXTRAPOLATED
     assert record["counts"][truth.form]["ours"] == 1
 
 
@@ -221,23 +231,29 @@ def test_the_csv_command_finds_the_law_of_your_data(tmp_path, capsys):
 
 def test_the_tables_count_majorities_by_form():
     def seed(ours, gplearn):
-        return {"ours": {"recovered": ours, "extrapolation": 0.0, "formula": "x"},
-                "gplearn": {"recovered": gplearn, "extrapolation": 1.0}}  # fmt: skip
+        return {
+            "ours": {"recovered": ours, "extrapolation": 0.0, "formula": "x"},
+            "gplearn": {"recovered": gplearn, "extrapolation": 1.0},
+        }
 
+    # fmt: off
     rows = [
         {"equation": "A", "form": "product", "formula": "x",
          "seeds": [seed(True, False), seed(True, True), seed(False, False)]},
         {"equation": "B", "form": "sum", "formula": "x",
          "seeds": [seed(True, True), seed(False, True), seed(False, False)]},
-    ]  # fmt: skip
-    counts = experiment.counts(rows, 3)
+    ]
+    # fmt: on
+    counts = tables.counts(rows, 3)
+    # fmt: off
     assert counts["product"] == {
         "equations": 1, "ours": 1, "gplearn": 0, "ours_form": 1,
         "gplearn_form": 0, "ours_extrapolated": 1, "gplearn_extrapolated": 0,
-    }  # fmt: skip
+    }
+    # fmt: on
     assert counts["sum"]["ours"] == 0 and counts["sum"]["gplearn"] == 1
     assert counts["all"]["ours"] == 1 and counts["all"]["gplearn"] == 1
-    header, lines = experiment.equations_table(rows)
+    header, lines = tables.equations_table(rows)
     assert [line[3] for line in lines] == ["2/3", "1/3"]
     assert all(len(line) == len(header) for line in lines)
-    assert experiment.recovered_yet_far(rows) == []
+    assert tables.recovered_yet_far(rows) == []

@@ -5,6 +5,7 @@ report reads its results (the check itself runs in CI as its dry run,
 import json
 
 from nalu_research.experiments import gpu_check
+from nalu_research.experiments.gpu_check import page
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -72,7 +73,7 @@ def test_the_report_says_what_failed_and_reads_the_anchor(tmp_path):
             "runs": runs,
         },  # fmt: skip
     }
-    text = gpu_check.report(json.loads(json.dumps(results)))
+    text = page.report(json.loads(json.dumps(results)))
     assert "*A note.*" in text
     assert "| jax-gpu | 3 | 1 | 0 | 2 | 9 s |" in text
     assert "- `t::x: boom`" in text

@@ -12,6 +12,7 @@ from gymnasium.utils.env_checker import check_env
 
 from nalu_research.experiments import grid_world as experiment
 from nalu_research.layers import InstructedLSTMCell
+from nalu_research.models import grid_world as agents
 from nalu_research.tasks import grid_world
 
 pytestmark = pytest.mark.research
@@ -183,7 +184,7 @@ def test_instructed_cell_rejects_bad_units():
 def test_actor_critic_loss_against_numpy():
     logits = np.array([[[1.0, 2.0, 0.0, 0.0, -1.0], [0.0] * 5]], "float32")
     y_true = np.array([[[1, 0.5, 1], [3, 2.0, 0]]], "float32")  # action, adv, mask
-    loss = experiment.ActorCriticLoss(entropy=0.1, reduction=None)
+    loss = agents.ActorCriticLoss(entropy=0.1, reduction=None)
     got = keras.ops.convert_to_numpy(loss(y_true, logits))
     p = np.exp(logits[0, 0]) / np.exp(logits[0, 0]).sum()
     want = -(0.5 * np.log(p[1]) + 0.1 * -(p * np.log(p)).sum())
@@ -196,7 +197,7 @@ def test_advantages_of_a_final_reward():
         "value": np.array([[0.5, 0.5, 0.5, 9.0]], "float32"),
         "mask": np.array([[1, 1, 1, 0]], "float32"),
     }
-    advantage, returns = experiment.advantages(steps)
+    advantage, returns = agents.advantages(steps)
     # gamma 1: deltas 0, 0, 0.5 (no value after the end); lambda 0.95.
     np.testing.assert_allclose(
         advantage, [[0.95**2 * 0.5, 0.95 * 0.5, 0.5, 0.0]], rtol=1e-6
@@ -249,14 +250,14 @@ def test_saved_agent_reloads_acts_identically_and_serves(tmp_path):
     from nalu_research.serving import export_and_serve
 
     keras.utils.set_random_seed(0)
-    model = experiment.agent_model(nac_units=3)
+    model = agents.agent_model(nac_units=3)
     grid = experiment.GridWorld()
     grid.agents = {"a2c_nac": model}
     [export] = grid.exports(argparse.Namespace(export_dir=str(tmp_path)), [])
     loaded = keras.saving.load_model(tmp_path / "grid_world_a2c_nac.keras")
-    envs = experiment.vector_env(5)
+    envs = grid_world.vector_env(5)
     played = [
-        experiment.play(agent, envs, np.random.default_rng(1), seed=2)
+        agents.play(agent, envs, np.random.default_rng(1), seed=2)
         for agent in (model, loaded)
     ]
     np.testing.assert_array_equal(played[0]["action"], played[1]["action"])

@@ -12,6 +12,7 @@ import pytest
 
 from nalu_research.experiment import Session
 from nalu_research.experiments import mnist_counting, mnist_parity
+from nalu_research.experiments.mnist_counting import evaluation, report
 from nalu_research.models import mnist as mnist_models
 from nalu_research.monitoring import Evaluation
 from nalu_research.tasks import mnist
@@ -275,7 +276,7 @@ def test_each_digit_is_read_and_its_encoder_class_counted():
     channels = np.full((6, 10), -5.0)
     channels[[0, 1, 2, 3, 4, 5], [3, 3, 3, 3, 5, 6]] = 0.0  # 0 and 1: class 3
     images = np.zeros((6, 8, 8, 1))
-    readings = mnist_counting.digit_readings(
+    readings = evaluation.digit_readings(
         "sum", Fixed(channels), sums, images, labels, channels=True
     )
     confusion = np.zeros((10, 11), int)
@@ -301,14 +302,14 @@ def test_each_digit_is_read_and_its_encoder_class_counted():
     counts[0, 3] = counts[1, 3] = 2
     counts[2, 5] = counts[2, 6] = 1
     assert readings["channels"] == counts.tolist()
-    assert mnist_counting.describe_readings(readings) == (
+    assert report.describe_readings(readings) == (
         "per test digit (%): 0 100.0, 1 50.0, 2 0.0, 3 -, 4 -, 5 -, 6 -, 7 -, "
         "8 -, 9 -; most misread: 2 as a sum outside 0-9 (100.0% of the 2s); "
         "the encoder's classes: 0 and 1 share its class 3"
     )
     # Counting reads the most probable class; the features have no classes.
     counts = Fixed(np.eye(10)[[0, 1, 1, 1, 2, 2]])
-    readings = mnist_counting.digit_readings(
+    readings = evaluation.digit_readings(
         "count", Fixed(channels), counts, images, labels, channels=False
     )
     assert readings["accuracy"][:3] == [50.0, 100.0, 100.0]
@@ -321,7 +322,7 @@ def test_each_digit_is_read_and_its_encoder_class_counted():
     assert readings["error_quantiles"] == pytest.approx(
         {"50": 0.0, "90": 0.1, "99": 0.19}
     )
-    assert mnist_counting.describe_readings(readings).endswith(
+    assert report.describe_readings(readings).endswith(
         "most misread: 0 as 1 (50.0% of the 0s)"
     )
 
@@ -339,14 +340,14 @@ def test_the_fit_line_sets_training_and_test_readings_side_by_side():
 
     train = readings(87.5, 1.58, [0.1, 0.5, 3.0], 10_000)
     test = readings(50.0, 0.5, [0.25, 0.75, 1.0], 8)
-    assert mnist_counting.describe_fit(train, test) == (
+    assert report.describe_fit(train, test) == (
         "each digit read alone: 87.50% of 10,000 training images (error rms 1.58; "
         "|error| quantiles 50% 0.1, 90% 0.5, 99% 3), 50.00% of the test images "
         "(error rms 0.5; |error| quantiles 50% 0.25, 90% 0.75, 99% 1)"
     )
     # A diverged model's readings have no finite error.
     lost = readings(0.0, None, [None] * 3, 2)
-    assert mnist_counting.describe_fit(lost, lost).endswith(
+    assert report.describe_fit(lost, lost).endswith(
         "0.00% of the test images (error rms -; |error| quantiles 50% -, 90% -, 99% -)"
     )
 
@@ -394,7 +395,7 @@ def test_counting_ema_ends_with_the_moving_averages(tmp_path):
         np.testing.assert_array_equal(a, b.numpy())
     # The metrics after the last epoch read the averages, as the final ones.
     history = runs["0.5"].history
-    final = mnist_counting.epoch_metrics(args, parts, data, data)
+    final = evaluation.epoch_metrics(args, parts, data, data)
     assert history["length_1_accuracy"][-1] == final["length_1_accuracy"]
 
 
@@ -459,15 +460,15 @@ def test_counting_example_builds_the_papers_convnet_when_asked(tmp_path):
 def test_state_weights_are_each_units_own_weight_on_its_state():
     # The NAUCell's state weights start at the identity's diagonal, 1 each.
     nau = mnist_models.recurrent_head("nau", "count", features=6)
-    assert mnist_counting.state_weights(nau) == [1.0] * 10
+    assert evaluation.state_weights(nau) == [1.0] * 10
     # The NAC's are the diagonal of its last 10 rows (its state rows).
     nac = mnist_models.recurrent_head("nac", "count", features=6)
     (cell,) = [layer.cell for layer in nac.layers if hasattr(layer, "cell")]
     expected = np.diagonal(keras.ops.convert_to_numpy(cell.effective_kernel)[6:])
-    assert mnist_counting.state_weights(nac) == pytest.approx(expected.tolist())
+    assert evaluation.state_weights(nac) == pytest.approx(expected.tolist())
     assert expected.min() > -1 and expected.max() < 1 and len(set(expected)) > 1
     assert (
-        mnist_counting.state_weights(mnist_models.recurrent_head("gru", "sum")) is None
+        evaluation.state_weights(mnist_models.recurrent_head("gru", "sum")) is None
     )
 
 
@@ -479,20 +480,20 @@ def test_the_nau_head_is_tested_again_with_its_state_weights_snapped(capsys):
          "--batch-size", "2", "--lengths", "1", "100", "--eval-sequences", "3"]
     )  # fmt: skip
     _, encoder, head = fit_counting("nau", args, data)
-    cell = mnist_counting.recurrent_cell(head)
+    cell = evaluation.recurrent_cell(head)
     cell.recurrent_kernel.assign(np.array([0.9], "float32"))  # one unit's state
     # Input weights away from -1, 0 and 1: snapping them too would show.
     cell.kernel.assign(keras.ops.convert_to_numpy(cell.kernel) * 0.5 + 0.01)
 
     def tested():
-        return mnist_counting.evaluate("sum", encoder, head, *data, [1, 100], 3, 0)
+        return evaluation.evaluate("sum", encoder, head, *data, [1, 100], 3, 0)
 
     as_trained = tested()
     kernel = keras.ops.convert_to_numpy(cell.kernel)
-    snapped = mnist_counting.evaluate_state_snapped(args, encoder, head, data)
+    snapped = evaluation.evaluate_state_snapped(args, encoder, head, data)
     # The head is put back as it was trained.
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(cell.kernel), kernel)
-    assert mnist_counting.state_weights(head) == [pytest.approx(0.9)]
+    assert evaluation.state_weights(head) == [pytest.approx(0.9)]
     assert tested() == as_trained
     # Snapped: the state weight 1, the input weights as trained.
     cell.recurrent_kernel.assign(np.array([1.0], "float32"))
@@ -500,16 +501,16 @@ def test_the_nau_head_is_tested_again_with_its_state_weights_snapped(capsys):
     # The NAC's state rows are part of its kernel; the GRU has none.
     for kind in ("nac", "gru"):
         other = mnist_models.recurrent_head(kind, "sum", features=128)
-        assert mnist_counting.evaluate_state_snapped(args, encoder, other, data) is None
+        assert evaluation.evaluate_state_snapped(args, encoder, other, data) is None
     results = {"nau": {"test": as_trained, "test_state_snapped": snapped,
                        "diverged": None}}  # fmt: skip
-    mnist_counting.print_table(args, results, "digits")
+    report.print_table(args, results, "digits")
     rows = table_rows(capsys.readouterr().out)
     assert rows["NAU, state snapped"] == [
         f"{snapped[1]['accuracy']:.1f}% (-)",
-        f"{mnist_counting.fmt(snapped[100]['mae'])} (-)",
+        f"{report.fmt(snapped[100]['mae'])} (-)",
     ]
-    assert rows["NAU"][1].startswith(mnist_counting.fmt(as_trained[100]["mae"]))
+    assert rows["NAU"][1].startswith(report.fmt(as_trained[100]["mae"]))
 
 
 def test_counting_example_without_prepared_mnist_fails_at_once(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Smoke runs of examples/number_translation.py and examples/program_evaluation.py."""
+"""Smoke runs of examples/number_words.py and examples/program_evaluation.py."""
 
 import importlib.util
 import json
@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 
+from nalu_research.models import number_words as models
 from tests.processes import (
     example_env,
     kill_when_written,
@@ -39,24 +40,19 @@ def table_rows(out):
 
 @pytest.mark.processes
 @pytest.mark.research  # plots with matplotlib
-def test_number_translation_trains_prints_and_serves_strings(tmp_path):
+def test_number_words_trains_prints_and_serves_strings(tmp_path):
     export_dir = tmp_path / "words"
-    result = run(
-        "number_translation.py",
-        ["--quick", "--export-dir", str(export_dir), "--json", "r.json",
-         "--strategy", "mirrored", "--checkpoint-dir", str(tmp_path / "ckpt"),
-         "--tensorboard", str(tmp_path / "tb")],
-        tmp_path,
-    )  # fmt: skip
+    argv = ["--quick", "--export-dir", export_dir, "--json", "r.json", "--strategy"]
+    argv += ["mirrored", "--checkpoint-dir", tmp_path / "ckpt", "--tensorboard"]
+    result = run("number_words.py", [*argv, tmp_path / "tb"], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed when done
     # Not a terminal: a line per evaluation (2 epochs of 20 steps per
     # configuration) with the seed's MAEs and the time left, then one per
     # configuration.
     lines = [line for line in result.stdout.splitlines() if line.startswith("epoch ")]
-    assert [line.split(" - ")[0] for line in lines] == [
-        "epoch 1/2 (step 20)", "epoch 2/2 (step 40)"
-    ] * 3  # fmt: skip
+    epochs = ["epoch 1/2 (step 20)", "epoch 2/2 (step 40)"]
+    assert [line.split(" - ")[0] for line in lines] == epochs * 3
     assert " - validation_mae/seed_1 " in lines[0] and lines[0].endswith(" left")
     assert lines[-1].endswith(", done")
     for i, name in enumerate(("LSTM", "LSTM + NAC", "LSTM + NALU"), start=1):
@@ -68,10 +64,8 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     # TensorBoard: a run per configuration, the loss and the MAEs per step.
     scalars = tensorboard_scalars(tmp_path / "tb")
     assert set(scalars) == {"lstm/16/0.01", "nac/16/0.01", "nalu/16/0.01"}
-    for tags in scalars.values():
-        assert tags == {
-            "loss": [20, 40], "validation_mae/seed_1": [20, 40],
-        }  # fmt: skip  # the test split is read at the end only
+    for tags in scalars.values():  # the test split is read at the end only
+        assert tags == {"loss": [20, 40], "validation_mae/seed_1": [20, 40]}
     rows = table_rows(result.stdout)
     assert set(rows) == {"model", "LSTM", "LSTM + NAC", "LSTM + NALU"}
     assert rows["LSTM + NALU"][4].endswith("(0.41)")
@@ -85,6 +79,7 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     assert run_["curves"]["validation"][-1] == pytest.approx(run_["validation"])
     # The test MAE apart on the 26 phrases that use a word training shows
     # alone and on the other 605: together, the test MAE.
+    assert (run_["test_lone_count"], run_["test_other_count"]) == (26, 605)
     parts = 26 * run_["test_lone"] + 605 * run_["test_other"]
     assert parts / 631 == pytest.approx(run_["test"], rel=1e-5)
     assert "Test MAE apart: on the 26 test phrases that use a word" in result.stdout
@@ -100,10 +95,9 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
 
     # The SavedModel takes text: tokenized inside the graph, no keras_nalu.
     # It returns a dict; "value" is NaN where "valid" is false.
-    texts = [["five hundred and fifteen", "nine", "eighty eight"], ["zero"], ["nine"],
-             ["zzz qqq", "", "nine " * 500],
-             ["Forty-Two", "  forty   two ", "a hundred", "one hundred",
-              "eleven hundred"]]  # fmt: skip
+    typed = ["Forty-Two", "  forty   two ", "a hundred", "one hundred"]
+    texts = [["five hundred and fifteen", "nine", "eighty eight"], ["zero"], ["nine"]]
+    texts += [["zzz qqq", "", "nine " * 500], [*typed, "eleven hundred"]]
     cases = [(export_dir, t, "string") for t in texts]
     served = serve_each_in_fresh_process(cases, tmp_path)
     values = [np.array(s["value"]) for s in served]
@@ -124,22 +118,43 @@ def test_number_translation_trains_prints_and_serves_strings(tmp_path):
     assert np.isnan(values[4][4])
 
 
+@pytest.mark.research  # plots with matplotlib
+def test_number_words_split_without_lone_word_phrases_is_not_a_divergence(tmp_path):
+    """Split 500's test set has no phrase after a word training shows alone:
+    the MAE over them is absent (null, count 0), not NaN, and the run is
+    healthy: exit 0, the record in place, not `.diverged.json`."""
+    from nalu_research.tasks.number_words import NumberWords
+
+    assert not NumberWords(seed=500).after_lone_words("test").any()
+    flags = "--seed 500 --models nalu --seeds 1 --sizes 4 --learning-rates 0.01"
+    flags += " --steps 10 --eval-every 10 --no-export --json r.json --checkpoint-dir c"
+    result = run("number_words.py", flags.split(), tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "r.diverged.json").exists()
+    record = json.loads((tmp_path / "r.json").read_text())
+    (run_,) = record["runs"]["LSTM + NALU"]["size 4, lr 0.01"]
+    assert (run_["test_lone"], run_["test_lone_count"]) == (None, 0)
+    assert run_["test_other_count"] == 631
+    assert run_["test_other"] == pytest.approx(run_["test"], rel=1e-6)
+    assert "test – on the 0 phrases after lone words" in result.stdout
+    assert "No test phrase uses a word that training shows only alone." in result.stdout
+
+
 # Slow (three runs of the example, about 35 s): `make test` keeps the
 # resume of training.fit in-process (tests/test_training.py) and end to end
 # through the demo and program evaluation; run it with `pytest -m slow`.
 @pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.research  # plots with matplotlib
-def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path):
+def test_number_words_killed_mid_run_resumes_to_the_same_results(tmp_path):
     # A seed whose best step came before the kill: the resumed run must keep
     # the best weights from its checkpoint (KeepBest's state).
     def command(name):
-        return [sys.executable, str(EXAMPLES / "number_translation.py"),
-                "--seeds", "2", "--steps", "60", "--eval-every", "10", "--sizes",
-                "8", "--learning-rates", "0.2", "--models", "nalu", "--log-test",
-                "--export-dir", str(tmp_path / f"{name}_model"),
-                "--json", str(tmp_path / f"{name}.json"),
-                "--checkpoint-dir", str(tmp_path / f"{name}_checkpoints")]  # fmt: skip
+        flags = "--seeds 2 --steps 60 --eval-every 10 --sizes 8 --learning-rates 0.2"
+        flags += " --models nalu --log-test --export-dir {0}_model --json {0}.json"
+        flags += " --checkpoint-dir {0}_checkpoints"
+        script = str(EXAMPLES / "number_words.py")
+        return [sys.executable, script, *flags.format(tmp_path / name).split()]
 
     whole = run_command_in_process(
         [*command("whole"), "--tensorboard", str(tmp_path / "tb")]
@@ -149,11 +164,9 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
     # Two seeds side by side: each one's loss and MAEs, by name.
     scalars = tensorboard_scalars(tmp_path / "tb")
     assert set(scalars) == {"nalu/8/0.2"}
-    assert scalars["nalu/8/0.2"] == {
-        name: list(range(10, 61, 10))
-        for name in ("loss", "seed_1_loss", "seed_2_loss", "validation_mae/seed_1",
-                     "validation_mae/seed_2", "test_mae/seed_1", "test_mae/seed_2")
-    }  # fmt: skip
+    tags = "loss seed_1_loss seed_2_loss validation_mae/seed_1 validation_mae/seed_2"
+    tags += " test_mae/seed_1 test_mae/seed_2"
+    assert scalars["nalu/8/0.2"] == {t: list(range(10, 61, 10)) for t in tags.split()}
     assert "configuration 1/1 (LSTM + NALU, size 8, lr 0.2) - " in whole.stdout
 
     state = tmp_path / "killed_checkpoints" / "nalu" / "8" / "0.2"
@@ -187,13 +200,9 @@ def test_number_translation_killed_mid_run_resumes_to_the_same_results(tmp_path)
 @pytest.mark.research  # plots with matplotlib
 def test_program_evaluation_trains_prints_and_exports(tmp_path):
     export_dir = tmp_path / "programs"
-    result = run(
-        "program_evaluation.py",
-        ["--seeds", "1", "--steps", "20", "--eval-every", "10", "--eval-size",
-         "50", "--models", "lstm", "nalu", "ugrnn", "--export-dir",
-         str(export_dir), "--png", "c.png", "--json", "r.json"],
-        tmp_path,
-    )  # fmt: skip
+    argv = "--seeds 1 --steps 20 --eval-every 10 --eval-size 50 --models lstm nalu"
+    argv += f" ugrnn --export-dir {export_dir} --png c.png --json r.json"
+    result = run("program_evaluation.py", argv.split(), tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = table_rows(result.stdout)
     assert set(rows) == {"model", "LSTM", "NALU", "UGRNN"}
@@ -214,49 +223,51 @@ def load_example(script):
     return importlib.import_module(f"nalu_research.experiments.{script[:-3]}")
 
 
-@pytest.mark.parametrize(
-    "script, args, message",
-    [
-        ("number_translation.py", ["--steps", "0"],
-         "argument --steps: expected a positive integer, got '0'"),
-        ("number_translation.py", ["--seed", "-1"],
-         "argument --seed: expected an integer >= 0, got '-1'"),
-        ("number_translation.py", ["--sizes", "16", "-2"],
-         "argument --sizes: expected a positive integer, got '-2'"),
-        ("number_translation.py", ["--embedding-size", "0"],
-         "argument --embedding-size: expected a positive integer, got '0'"),
-        ("number_translation.py", ["--learning-rates", "0"],
-         "argument --learning-rates: expected a finite number greater than 0 "
-         "(at least 1.2e-38), got '0'"),
-        ("number_translation.py", ["--steps", "10", "--eval-every", "20"],
-         "--eval-every must be at most --steps (10), got 20"),
-        ("number_translation.py", ["--readout", "pairs", "--embedding-size", "8"],
-         "--embedding-size has no use with --readout pairs, whose --sizes are "
-         "the embedding's; got --embedding-size 8"),
-        ("number_translation.py", ["--readout", "configured", "--models", "nac"],
-         "--models nac has no --readout configured: it reads nalu only"),
-        ("number_translation.py",
-         ["--steps", "100", "--eval-every", "50", "--learning-rate-drop", "100", "0.1"],
-         "--learning-rate-drop STEP must be below --steps (100), got 100"),
-        ("number_translation.py", ["--learning-rate-drop", "100", "0"],
-         "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, got 100 0"),
-        ("program_evaluation.py", ["--seeds", "0"],
-         "argument --seeds: expected a positive integer, got '0'"),
-        ("program_evaluation.py", ["--eval-size", "1.5"],
-         "argument --eval-size: expected a positive integer, got '1.5'"),
-        ("program_evaluation.py", ["--seed", "-1"],
-         "argument --seed: expected an integer >= 0, got '-1'"),
-        ("program_evaluation.py", ["--learning-rate", "-1"],
-         "argument --learning-rate: expected a finite number greater than 0 "
-         "(at least 1.2e-38), got '-1'"),
-        ("program_evaluation.py", ["--clipnorm", "nan"],
-         "argument --clipnorm: expected a finite number greater than 0 "
-         "(at least 1.2e-38), got 'nan'"),
-        ("program_evaluation.py", ["--steps", "10", "--eval-every", "20"],
-         "--eval-every must be at most --steps (10), got 20"),
-        ("program_evaluation.py", ["--task", "sort"], "invalid choice: 'sort'"),
-    ],
-)  # fmt: skip
+# fmt: off
+BAD_ARGUMENTS = [
+    ("number_words.py", ["--steps", "0"],
+     "argument --steps: expected a positive integer, got '0'"),
+    ("number_words.py", ["--seed", "-1"],
+     "argument --seed: expected an integer >= 0, got '-1'"),
+    ("number_words.py", ["--sizes", "16", "-2"],
+     "argument --sizes: expected a positive integer, got '-2'"),
+    ("number_words.py", ["--embedding-size", "0"],
+     "argument --embedding-size: expected a positive integer, got '0'"),
+    ("number_words.py", ["--learning-rates", "0"],
+     "argument --learning-rates: expected a finite number greater than 0 "
+     "(at least 1.2e-38), got '0'"),
+    ("number_words.py", ["--steps", "10", "--eval-every", "20"],
+     "--eval-every must be at most --steps (10), got 20"),
+    ("number_words.py", ["--readout", "pairs", "--embedding-size", "8"],
+     "--embedding-size has no use with --readout pairs, whose --sizes are "
+     "the embedding's; got --embedding-size 8"),
+    ("number_words.py", ["--readout", "configured", "--models", "nac"],
+     "--models nac has no --readout configured: it reads nalu only"),
+    ("number_words.py",
+     ["--steps", "100", "--eval-every", "50", "--learning-rate-drop", "100", "0.1"],
+     "--learning-rate-drop STEP must be below --steps (100), got 100"),
+    ("number_words.py", ["--learning-rate-drop", "100", "0"],
+     "--learning-rate-drop expects an integer STEP >= 0 and FACTOR > 0, got 100 0"),
+    ("program_evaluation.py", ["--seeds", "0"],
+     "argument --seeds: expected a positive integer, got '0'"),
+    ("program_evaluation.py", ["--eval-size", "1.5"],
+     "argument --eval-size: expected a positive integer, got '1.5'"),
+    ("program_evaluation.py", ["--seed", "-1"],
+     "argument --seed: expected an integer >= 0, got '-1'"),
+    ("program_evaluation.py", ["--learning-rate", "-1"],
+     "argument --learning-rate: expected a finite number greater than 0 "
+     "(at least 1.2e-38), got '-1'"),
+    ("program_evaluation.py", ["--clipnorm", "nan"],
+     "argument --clipnorm: expected a finite number greater than 0 "
+     "(at least 1.2e-38), got 'nan'"),
+    ("program_evaluation.py", ["--steps", "10", "--eval-every", "20"],
+     "--eval-every must be at most --steps (10), got 20"),
+    ("program_evaluation.py", ["--task", "sort"], "invalid choice: 'sort'"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("script, args, message", BAD_ARGUMENTS)
 def test_examples_reject_bad_arguments(capsys, script, args, message):
     with pytest.raises(SystemExit) as exit_info:
         load_example(script).main(args)  # parsing fails before any work
@@ -266,9 +277,9 @@ def test_examples_reject_bad_arguments(capsys, script, args, message):
 
 @pytest.mark.research  # its arguments name a plot, which needs matplotlib
 def test_seeds_trained_side_by_side_match_a_seed_trained_alone():
-    """number_translation trains a configuration's seeds in one model."""
-    example = load_example("number_translation.py")
-    args = example.NumberTranslation().parse_args(
+    """number_words trains a configuration's seeds in one model."""
+    example = load_example("number_words.py")
+    args = example.NumberWordsExperiment().parse_args(
         ["--steps", "20", "--eval-every", "10"]
     )
     from nalu_research.tasks.number_words import NumberWords
@@ -282,8 +293,7 @@ def test_seeds_trained_side_by_side_match_a_seed_trained_alone():
     assert together[0][0]["train"] != pytest.approx(together[1][0]["train"])
 
 
-def test_number_translation_embedding_size_is_set_apart_from_the_lstm_size():
-    example = load_example("number_translation.py")
+def test_number_words_embedding_size_is_set_apart_from_the_lstm_size():
 
     def sizes(model):
         layers = model.layers
@@ -291,33 +301,31 @@ def test_number_translation_embedding_size_is_set_apart_from_the_lstm_size():
         (lstm,) = [x for x in layers if isinstance(x, keras.layers.LSTM)]
         return embedding.output_dim, lstm.units
 
-    ((_, model),) = example.build_models("nalu", 4, [0], embedding_size=6)
+    ((_, model),) = models.build_models("nalu", 4, [0], embedding_size=6)
     assert sizes(model) == (6, 4)
-    ((_, model),) = example.build_models("nalu", 4, [0])  # the paper's grid
+    ((_, model),) = models.build_models("nalu", 4, [0])  # the paper's grid
     assert sizes(model) == (4, 4)
 
 
 @pytest.mark.parametrize("kind", ["nac", "nalu"])
-def test_number_translation_two_layer_readout_has_a_hidden_unit_layer(kind):
-    example = load_example("number_translation.py")
+def test_number_words_two_layer_readout_has_a_hidden_unit_layer(kind):
     from keras_nalu import NAC
 
     def units(readout):
-        ((steps, _),) = example.build_models(kind, 4, [0], readout=readout)
+        ((steps, _),) = models.build_models(kind, 4, [0], readout=readout)
         return [x.units for x in steps.layers if isinstance(x, NAC)]  # NALU too
 
     assert units("step") == [1]
     assert units("two-layer") == [4, 1]  # as wide as the LSTM, then the output
     ids = np.array([[1, 2, 3, 0, 0]], "int32")
-    ((steps, model),) = example.build_models(kind, 4, [0], readout="two-layer")
+    ((steps, model),) = models.build_models(kind, 4, [0], readout="two-layer")
     assert steps(ids).shape == (1, 5) and model(ids).shape == (1,)
 
 
-def test_number_translation_configured_readout_is_a_nalu_the_lstm_configures():
-    example = load_example("number_translation.py")
+def test_number_words_configured_readout_is_a_nalu_the_lstm_configures():
     from nalu_research.layers import LSTMConfiguredNALUCell
 
-    ((steps, model),) = example.build_models("nalu", 4, [0], readout="configured")
+    ((steps, model),) = models.build_models("nalu", 4, [0], readout="configured")
     (rnn,) = [x for x in steps.layers if isinstance(x, keras.layers.RNN)]
     assert isinstance(rnn.cell, LSTMConfiguredNALUCell)
     assert (rnn.cell.units, rnn.cell.control_units) == (1, 4)
@@ -332,7 +340,7 @@ def test_number_translation_configured_readout_is_a_nalu_the_lstm_configures():
     # The numbers per token are exp of the width-1 embedding by default
     # (`--token-values log`), the embedding itself with "linear".
     for token_values, activations in (("log", ["exponential"]), ("linear", [])):
-        ((steps, _),) = example.build_models(
+        ((steps, _),) = models.build_models(
             "nalu", 4, [0], readout="configured", token_values=token_values
         )
         assert activations == [
@@ -341,20 +349,19 @@ def test_number_translation_configured_readout_is_a_nalu_the_lstm_configures():
             if isinstance(x, keras.layers.Activation)
         ]
     # The LSTM baseline, which a configured run trains too, is unchanged.
-    ((lstm_steps, _),) = example.build_models("lstm", 4, [0], readout="configured")
-    ((plain, _),) = example.build_models("lstm", 4, [0])
+    ((lstm_steps, _),) = models.build_models("lstm", 4, [0], readout="configured")
+    ((plain, _),) = models.build_models("lstm", 4, [0])
     assert [type(x) for x in lstm_steps.layers] == [type(x) for x in plain.layers]
 
 
 @pytest.mark.parametrize("kind", ["nac", "nalu"])
-def test_number_translation_pair_readout_sums_the_unit_over_adjacent_words(kind):
+def test_number_words_pair_readout_sums_the_unit_over_adjacent_words(kind):
     """`--readout pairs`: no LSTM; the prediction after token t is the sum
     over i <= t of the unit on [e_i; e_i+1], the padding's embedding after
     the last word; later padding adds nothing."""
-    example = load_example("number_translation.py")
     from keras_nalu import NAC
 
-    ((steps, model),) = example.build_models(kind, 3, [0], readout="pairs")
+    ((steps, model),) = models.build_models(kind, 3, [0], readout="pairs")
     assert not [x for x in steps.layers if isinstance(x, keras.layers.LSTM)]
     (embedding,) = [x for x in steps.layers if isinstance(x, keras.layers.Embedding)]
     (unit,) = [x for x in steps.layers if isinstance(x, NAC)]  # NALU too
@@ -370,25 +377,24 @@ def test_number_translation_pair_readout_sums_the_unit_over_adjacent_words(kind)
     np.testing.assert_allclose(model(ids), last, rtol=1e-5, atol=1e-5)
     padded = np.pad(ids, ((0, 0), (0, 2)))  # a served phrase has padding after it
     np.testing.assert_allclose(model(padded), last, rtol=1e-5, atol=1e-5)
-    assert example.model_name(kind, "pairs") == f"{kind.upper()} over word pairs"
-    assert example.model_name(kind, "step") == example.MODELS[kind]
+    assert models.model_name(kind, "pairs") == f"{kind.upper()} over word pairs"
+    assert models.model_name(kind, "step") == models.MODELS[kind]
 
 
 @pytest.mark.research  # its arguments name a plot, which needs matplotlib
-def test_number_translation_models_default_to_those_the_readout_has():
-    parse_args = load_example("number_translation.py").NumberTranslation().parse_args
+def test_number_words_models_default_to_those_the_readout_has():
+    parse_args = load_example("number_words.py").NumberWordsExperiment().parse_args
     assert parse_args([]).models == ["lstm", "nac", "nalu"]
     assert parse_args(["--readout", "configured"]).models == ["lstm", "nalu"]
     assert parse_args(["--readout", "pairs"]).models == ["lstm", "nac", "nalu"]
 
 
-def test_number_translation_per_token_loss_reads_each_phrase_to_its_last_word():
-    example = load_example("number_translation.py")
+def test_number_words_per_token_loss_reads_each_phrase_to_its_last_word():
     nan = np.nan
     y_true = np.array([[3, 300, 300, 330, 334], [8, nan, nan, nan, nan]], "float32")
     y_pred = np.array([[4, 300, 290, 330, 334], [5, 1e9, -1e9, 0, 7]], "float32")
     for kind, expected in (("mae", [11 / 5, 3]), ("mse", [101 / 5, 9])):
-        loss = example.per_token_loss(kind)(y_true, y_pred)
+        loss = models.per_token_loss(kind)(y_true, y_pred)
         np.testing.assert_allclose(keras.ops.convert_to_numpy(loss), expected)
     # The gradient reaches the phrase's tokens only, not its padding.
     if keras.backend.backend() == "tensorflow":
@@ -396,28 +402,26 @@ def test_number_translation_per_token_loss_reads_each_phrase_to_its_last_word():
 
         prediction = tf.Variable(y_pred)
         with tf.GradientTape() as tape:
-            total = tf.reduce_sum(example.per_token_loss("mae")(y_true, prediction))
+            total = tf.reduce_sum(models.per_token_loss("mae")(y_true, prediction))
         grad = tape.gradient(total, prediction).numpy()
         np.testing.assert_allclose(grad[1], [-1, 0, 0, 0, 0])
         np.testing.assert_allclose(grad[0], [0.2, 0, -0.2, 0, 0])
 
 
 @pytest.mark.research  # its arguments name a plot, which needs matplotlib
-def test_number_translation_trains_on_prefix_targets():
+def test_number_words_trains_on_prefix_targets():
     """`--targets prefix` fits every token's running value: after a short run
     the error of the predictions at the training phrases' earlier words is
     small (14 when written; 189 when the loss reads the last token only)."""
-    example = load_example("number_translation.py")
+    example = load_example("number_words.py")
     from nalu_research.tasks.number_words import NumberWords
 
     task = NumberWords(seed=0)
     data = {s: task.split(s)[1:] for s in ("train", "validation", "test")}
     ids, _ = data["train"]
     prefix = task.prefix_targets("train")
-    args = example.NumberTranslation().parse_args(
-        ["--steps", "1000", "--eval-every", "1000", "--readout", "recurrent",
-         "--targets", "prefix"]
-    )  # fmt: skip
+    flags = "--steps 1000 --eval-every 1000 --readout recurrent --targets prefix"
+    args = example.NumberWordsExperiment().parse_args(flags.split())
     ((errors, _, steps_model, _),) = example.train_config(
         "nalu", 16, 0.01, [1], data, args, train_targets=prefix
     )
@@ -433,26 +437,26 @@ def test_number_translation_trains_on_prefix_targets():
 
 
 @pytest.mark.research  # its arguments name a plot, which needs matplotlib
-def test_number_translation_log_token_values_fit_the_numbers_sooner():
+def test_number_words_log_token_values_fit_the_numbers_sooner():
     """The configured readout's numbers per token through `exp` reach the
     training numbers in far fewer steps than the linear embedding, which
     Adam moves by about the learning rate a step (when written, 1,000 steps
     of one seed: training MAE 79.6 against 454)."""
-    example = load_example("number_translation.py")
+    example = load_example("number_words.py")
     from nalu_research.tasks.number_words import NumberWords
 
     task = NumberWords(seed=0)
     data = {s: task.split(s)[1:] for s in ("train", "validation", "test")}
     train = {}
     for token_values in ("log", "linear"):
-        args = example.NumberTranslation().parse_args(
-            ["--steps", "1000", "--eval-every", "1000", "--readout", "configured",
-             "--targets", "prefix", "--token-values", token_values]
-        )  # fmt: skip
+        flags = "--steps 1000 --eval-every 1000 --readout configured --targets prefix"
+        args = example.NumberWordsExperiment().parse_args(
+            [*flags.split(), "--token-values", token_values]
+        )
+        prefix = task.prefix_targets("train")
         ((errors, *_),) = example.train_config(
-            "nalu", 16, 0.01, [1], data, args,
-            train_targets=task.prefix_targets("train"),
-        )  # fmt: skip
+            "nalu", 16, 0.01, [1], data, args, train_targets=prefix
+        )
         train[token_values] = errors["train"]
     assert train["log"] < 200 < 400 < train["linear"]
 
@@ -460,9 +464,8 @@ def test_number_translation_log_token_values_fit_the_numbers_sooner():
 # A small configuration of the pairs model: its figures must not depend on
 # the run (the same command twice) or on what trains beside it in the
 # process (the NAC's configuration first).
-REPEATED = ["--readout", "pairs", "--sizes", "8", "--learning-rates", "0.01",
-            "--seeds", "2", "--steps", "200", "--eval-every", "100",
-            "--loss", "mse", "--no-export"]  # fmt: skip
+REPEATED = "--readout pairs --sizes 8 --learning-rates 0.01 --seeds 2 --steps 200"
+REPEATED = [*REPEATED.split(), *"--eval-every 100 --loss mse --no-export".split()]
 
 
 def nalu_figures(path):
@@ -479,24 +482,24 @@ def test_number_words_figures_repeat_whatever_shares_the_run(backend, tmp_path):
     import subprocess
 
     def args(name, models):
-        return [*REPEATED, "--models", *models, "--backend", backend,
-                "--json", str(tmp_path / f"{name}.json"),
-                "--checkpoint-dir", str(tmp_path / name)]  # fmt: skip
+        json_path, checkpoints = str(tmp_path / f"{name}.json"), str(tmp_path / name)
+        given = ["--models", *models, "--backend", backend, "--json", json_path]
+        return [*REPEATED, *given, "--checkpoint-dir", checkpoints]
 
     runs = [args("alone", ["nalu"]), args("beside", ["nac", "nalu"])]
     if backend == keras.backend.backend():  # in this process, after others
         for argv in runs:
-            done = run("number_translation.py", argv, tmp_path)
+            done = run("number_words.py", argv, tmp_path)
             assert done.returncode == 0, done.stderr[-3000:]
     else:  # both runs in one fresh process of that backend
         code = (
             "import sys; from nalu_research.backends import run\n"
-            "for argv in eval(sys.argv[1]): assert run('number_translation', argv) == 0"
+            "for argv in eval(sys.argv[1]): assert run('number_words', argv) == 0"
         )
+        command = [sys.executable, "-c", code, repr(runs)]
         done = subprocess.run(
-            [sys.executable, "-c", code, repr(runs)], capture_output=True,
-            text=True, env=example_env(), cwd=tmp_path, check=False,
-        )  # fmt: skip
+            command, capture_output=True, text=True, env=example_env(), cwd=tmp_path
+        )
         assert done.returncode == 0, done.stderr[-3000:]
     alone = nalu_figures(tmp_path / "alone.json")
     assert nalu_figures(tmp_path / "beside.json") == alone  # to the last bit

@@ -43,31 +43,31 @@ def test_their_nac_range_solves_their_variance_equation():
 def test_each_unit_trains_by_its_recipe():
     args = parse_args(["--ranges", "6", "--seeds", "1", "--eval-size", "16"])
     inalu = benchmark("inalu", args)
-    assert (inalu.clipvalue, inalu.clipnorm) == (0.1, None)
+    assert (inalu.recipe.clipvalue, inalu.recipe.clipnorm) == (0.1, None)
     # Their penalty after their iteration 10,000, gated per run; reinitialised.
     assert inalu.schedules == {0: (4.0, 10_002, 10_002)}
-    assert inalu.penalty_gate is not None and RECIPES["inalu"]["inalu_protocol"]
+    assert inalu.penalty_gate is not None and RECIPES["inalu"].inalu_protocol
     assert benchmark("nau", args).penalty_gate is None
     npu = benchmark("npu", args)
-    assert npu.schedules == {} and npu.learning_rate == 5e-3
+    assert npu.schedules == {} and npu.recipe.learning_rate == 5e-3
     assert npu.l1 == {"add": (1e-7, 1e-5), "sub": (1e-7, 1e-5),
                       "mul": (1e-7, 1e-5), "div": (1e-9, 1e-7)}  # fmt: skip
     nmru = benchmark("nmru", args)
-    assert (nmru.clipnorm, nmru.learning_rate) == (1.0, 1e-2)
+    assert (nmru.recipe.clipnorm, nmru.recipe.learning_rate) == (1.0, 1e-2)
     assert nmru.engine_model.layers[0].sign_retrieval
     unsigned = benchmark("nmru-unsigned", args)  # the same recipe, the default NMRU
     assert not unsigned.engine_model.layers[0].sign_retrieval
-    assert (unsigned.clipnorm, unsigned.learning_rate) == (1.0, 1e-2)
+    assert (unsigned.recipe.clipnorm, unsigned.recipe.learning_rate) == (1.0, 1e-2)
     nau = benchmark("nau-centered", args)
     assert nau.engine_model.layers[0].centered_gradient
     assert nau.schedules == {0: (0.01, 20_000, 35_000)}
     for bench in (inalu, npu, nmru, nau):  # their Adam: PyTorch's epsilon
-        assert bench.adam_epsilon == 1e-8
+        assert bench.recipe.adam_epsilon == 1e-8
         assert bench.runs == [(op, 6, 0) for op in ("add", "sub", "mul", "div")]
     # Every recipe says what it is, and where it is not theirs.
-    assert all(recipe["description"] for recipe in RECIPES.values())
-    assert "their reinitialisation" in RECIPES["inalu"]["description"]
-    assert "Unlike theirs (unclipped)" in RECIPES["realnpu"]["description"]
+    assert all(recipe.description for recipe in RECIPES.values())
+    assert "their reinitialisation" in RECIPES["inalu"].description
+    assert "Unlike theirs (unclipped)" in RECIPES["realnpu"].description
 
 
 def _rows(wins, solved_at):
@@ -155,7 +155,7 @@ def test_a_tiny_grid_prints_its_tables_and_writes_its_record(tmp_path):
     assert {r["iteration"] for r in runs} <= {0, 100, 200}
     assert (tmp_path / "m.png").stat().st_size > 1000
     assert not (tmp_path / "ck").exists()
-    assert mistry_benchmark.RECIPES["nau"]["model"] == data["recipes"]["nau"]["model"]
+    assert mistry_benchmark.RECIPES["nau"].model == data["recipes"]["nau"]["model"]
 
 
 def test_nac_star_is_the_multiplicative_nac_with_their_nac_init():

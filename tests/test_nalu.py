@@ -4,44 +4,9 @@ import pytest
 
 from keras_nalu import NAC, NALU
 from tests.helpers import assert_gradients_reach_every_weight, constant
-from tests.layer_test_case import run_layer_test
 from tests.test_ops import np_nac_weight, np_nalu
 
 pytestmark = pytest.mark.backends
-
-FULL_KWARGS = {
-    "units": 2,
-    "epsilon": 1e-6,
-    "w_hat_initializer": "glorot_normal",
-    "m_hat_initializer": "random_uniform",
-    "gate_initializer": "ones",
-    "w_hat_regularizer": "l2",
-    "m_hat_regularizer": "l1",
-    "gate_regularizer": keras.regularizers.L1L2(0.01, 0.02),
-    "w_hat_constraint": "max_norm",
-    "m_hat_constraint": "unit_norm",
-    "gate_constraint": "non_neg",
-    "mul_w_hat_initializer": "he_uniform",
-    "mul_m_hat_initializer": "ones",
-    "mul_w_hat_regularizer": "l1",
-    "mul_m_hat_regularizer": "l2",
-    "mul_w_hat_constraint": "non_neg",
-    "mul_m_hat_constraint": "max_norm",
-    "name": "my_nalu",
-}
-
-
-@pytest.mark.parametrize("tied_weights", [True, False])
-def test_public_api(tmp_path, tied_weights):
-    run_layer_test(
-        NALU,
-        {**FULL_KWARGS, "tied_weights": tied_weights},
-        input_shape=(4, 5),
-        expected_output_shape=(4, 2),
-        mixed_precision_output_dtype="float32",
-        tmp_path=tmp_path,
-    )
-
 
 # Normal weights (std 0.05) for every path, drawn from the autouse fixture's seed.
 RANDOM_NORMAL_INIT = {

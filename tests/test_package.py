@@ -21,22 +21,10 @@ from tests.processes import blocking_imports
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "keras_nalu"
 
-# The public API: each name of `keras_nalu.__all__` and the module defining it.
+# The public API beside the layers, each name and the module defining it. The
+# layers are the package's one list of them, `keras_nalu.layers.__all__`,
+# each defined in the module of its name (`RealNPU` in layers/real_npu.py).
 PUBLIC_API = {
-    "ArithmeticUnit": "keras_nalu.layers.arithmetic_unit",
-    "ConfiguredNALU": "keras_nalu.layers.configured_nalu",
-    "ConstrainedDense": "keras_nalu.layers.constrained_dense",
-    "INALU": "keras_nalu.layers.inalu",
-    "NAC": "keras_nalu.layers.nac",
-    "NACCell": "keras_nalu.layers.nac_cell",
-    "NALU": "keras_nalu.layers.nalu",
-    "NALUCell": "keras_nalu.layers.nalu_cell",
-    "NAU": "keras_nalu.layers.nau",
-    "NAUCell": "keras_nalu.layers.nau_cell",
-    "NMRU": "keras_nalu.layers.nmru",
-    "NMU": "keras_nalu.layers.nmu",
-    "NPU": "keras_nalu.layers.npu",
-    "RealNPU": "keras_nalu.layers.real_npu",
     "export_saved_model": "keras_nalu.export",
     "expressions": "keras_nalu.formulas",
     "formulas": "keras_nalu.formulas",
@@ -63,12 +51,42 @@ def _module_of(value):
     return value.__name__ if isinstance(value, type(sys)) else value.__module__
 
 
+def layer_module(name):
+    """`keras_nalu.layers.real_npu` for `RealNPU`: each layer's own module."""
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    return f"keras_nalu.layers.{words.lower()}"
+
+
 def test_public_api_is_pinned():
-    assert sorted(keras_nalu.__all__) == sorted(PUBLIC_API)
+    layers = keras_nalu.layers.__all__
+    assert sorted(keras_nalu.__all__) == sorted([*PUBLIC_API, *layers])
     for name, module in PUBLIC_API.items():
         assert _module_of(getattr(keras_nalu, name)) == module, name
+    for name in layers:
+        assert getattr(keras_nalu, name) is getattr(keras_nalu.layers, name)
+        assert _module_of(getattr(keras_nalu, name)) == layer_module(name), name
     for module in PUBLIC_MODULES:
         importlib.import_module(module)
+
+
+def test_every_layer_module_and_registered_layer_is_exported():
+    """A public module of keras_nalu/layers/ is the module of an exported
+    layer, and every layer registered under the package name is exported: a
+    layer missing from `keras_nalu.layers.__all__` fails here."""
+    exported = keras_nalu.layers.__all__
+    modules = {
+        f"keras_nalu.layers.{path.stem}"
+        for path in (LIBRARY / "layers").glob("[!_]*.py")
+    }
+    assert modules == {layer_module(name) for name in exported}
+    registered = {
+        cls
+        for key, cls in keras.saving.get_custom_objects().items()
+        if key.startswith("keras_nalu>")
+        and isinstance(cls, type)
+        and issubclass(cls, keras.layers.Layer)
+    }
+    assert registered == {getattr(keras_nalu.layers, name) for name in exported}
 
 
 def test_every_public_layer_is_registered_under_the_package_name():
@@ -181,8 +199,9 @@ def test_the_namesake_distribution_is_named_at_import(tmp_path):
     fix it (its files would have overwritten or deleted ours)."""
     info = tmp_path / "keras_nalu-1.3.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: keras-nalu\n"
-                                   "Version: 1.3.0\n")  # fmt: skip
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: keras-nalu\nVersion: 1.3.0\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run(
         [sys.executable, "-c", "import keras_nalu"],

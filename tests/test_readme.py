@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 # The README's blocks and printed errors, read as `make gpu-check` reads them.
-from nalu_research.experiments.gpu_check import BLOCK, ERROR
+from nalu_research.experiments.gpu_check.workers import BLOCK, ERROR
 
 pytestmark = pytest.mark.processes
 

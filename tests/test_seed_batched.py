@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import re
 import shlex
@@ -13,6 +14,9 @@ from keras_nalu import NAU, ArithmeticUnit
 from keras_nalu import ops as nalu_ops
 from keras_nalu.initializers import NAUUniform, NMUUniform
 from nalu_research import seed_batched
+from nalu_research.experiments.anchor_split import initial_splits, set_initial_splits
+from nalu_research.experiments.mistry_benchmark.protocol import InaluProtocol
+from nalu_research.recipe import Recipe
 from nalu_research.seed_batched import (
     LAYERS,
     MODELS,
@@ -20,8 +24,6 @@ from nalu_research.seed_batched import (
     EngineModel,
     StaticBenchmark,
     forward,
-    initial_splits,
-    set_initial_splits,
 )
 from nalu_research.tasks import StaticArithmetic, mistry_threshold, sparsity_error
 from nalu_research.tasks.static_arithmetic import MISTRY_RANGES, TWO_INPUTS_TASK
@@ -42,8 +44,18 @@ BENCHMARK = ROOT / "examples" / "arithmetic_benchmark.py"
 to_numpy = keras.ops.convert_to_numpy
 
 
+RECIPE = {field.name for field in dataclasses.fields(Recipe)}
+
+
+def bench_of(model, operations, seeds, **kwargs):
+    """`StaticBenchmark` with the `Recipe` of the recipe's keywords of
+    `kwargs` (checked there) and the others."""
+    recipe = Recipe(**{k: kwargs.pop(k) for k in list(kwargs) if k in RECIPE})
+    return StaticBenchmark(model, operations, seeds, recipe, **kwargs)
+
+
 def small(model, operations, seeds, **kwargs):
-    return StaticBenchmark(model, operations, seeds, eval_size=64, **kwargs)
+    return bench_of(model, operations, seeds, eval_size=64, **kwargs)
 
 
 def init_params(model, seeds, input_size, **kwargs):
@@ -475,7 +487,7 @@ def test_summary_selects_by_interpolation_and_applies_the_threshold():
 def test_invalid_arguments_raise(kwargs, message):
     arguments = {"model": "nac", "operations": "add", "seeds": [0], **kwargs}
     with pytest.raises(ValueError, match=message):
-        StaticBenchmark(**arguments)
+        bench_of(**arguments)
 
 
 def test_task_thresholds_follow_the_operation():
@@ -1199,7 +1211,7 @@ def test_the_l1_penalty_adds_beta_times_the_runs_absolute_weights():
 )  # fmt: skip
 def test_invalid_benchmark_arguments_of_mistrys_benchmark_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        StaticBenchmark("nac", "add", [0], **kwargs)
+        bench_of("nac", "add", [0], **kwargs)
 
 
 # Mistry et al.'s iNALU protocol: the penalty gated per run, reinitialisation.
@@ -1232,7 +1244,7 @@ def test_the_penalty_gate_switches_each_runs_penalty():
     np.testing.assert_allclose(on, full, rtol=1e-6)
     assert np.abs(on - to_numpy(unpenalized.params["w_hat_0"])[1]).max() > 1e-6
     # The protocol sets it from the last interpolation MSE: below 1, on.
-    hook = seed_batched.InaluProtocol(20, eval_every=10)
+    hook = InaluProtocol(20, eval_every=10)
     mse = np.array([0.5, 2.0, np.nan, 0.9])
     hook(gated, [{"iteration": 0, "interpolation": mse}])
     assert to_numpy(gated.penalty_gate).tolist() == [1, 0, 0, 1]
@@ -1288,7 +1300,7 @@ def test_the_reinitialisation_replays_their_checks():
         np.repeat(rng.uniform(0.5, 4, size=(8, 11)), 3, axis=1)[:, :31],
         [np.full(31, 0.5), np.geomspace(50, 2, 31)],  # below 1; always falling
     ])  # fmt: skip
-    hook = seed_batched.InaluProtocol(iterations, every, interval, stored)
+    hook = InaluProtocol(iterations, every, interval, stored)
     ours = [
         hook.update(d, series[:, d // every]) for d in range(0, iterations + 1, every)
     ]
@@ -1302,14 +1314,14 @@ def test_the_reinitialisation_replays_their_checks():
 
 def test_the_protocol_reinitializes_in_training_and_replays_after_a_resume(tmp_path):
     bench = inalu(regularization=(4.0, 10, 10), penalty_gate=True)
-    hook = seed_batched.InaluProtocol(40, eval_every=10, interval=5, max_stored=5,
+    hook = InaluProtocol(40, eval_every=10, interval=5, max_stored=5,
                                       loss_threshold=-1.0)  # fmt: skip
     history = bench.run(40, eval_every=10, after_eval=hook,
                         checkpoint=tmp_path)["history"]  # fmt: skip
     assert [e["reinitialized"] for e in history][-1] == []
     assert any(e["reinitialized"] for e in history)  # MSE > -1 always: resets
     saved = [list(hook._lists[i][1]) for i in range(len(bench.runs))]
-    fresh = seed_batched.InaluProtocol(40, eval_every=10, interval=5, max_stored=5,
+    fresh = InaluProtocol(40, eval_every=10, interval=5, max_stored=5,
                                        loss_threshold=-1.0)  # fmt: skip
     fresh(bench, history)  # a resumed history: replayed, then this entry
     assert [list(fresh._lists[i][1]) for i in range(len(bench.runs))] == saved

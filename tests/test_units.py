@@ -11,7 +11,6 @@ from keras_nalu import ops as nalu_ops
 from keras_nalu.gradients import value_and_grad
 from keras_nalu.initializers import NAUUniform, NMUUniform
 from tests.helpers import assert_gradients_reach_every_weight, constant
-from tests.layer_test_case import run_layer_test
 from tests.test_export import serve_in_fresh_process
 from tests.test_ops import np_nac_weight
 
@@ -243,20 +242,6 @@ FLOAT32_UNITS = (NMU, NMRU, INALU, RealNPU, NPU)
 
 
 @pytest.mark.parametrize("layer_cls", list(LAYERS), ids=lambda c: c.__name__)
-def test_public_api(tmp_path, layer_cls):
-    run_layer_test(
-        layer_cls,
-        {"units": 2, "name": "unit", **LAYERS[layer_cls]},
-        input_shape=(4, 5),
-        expected_output_shape=(4, 2),
-        mixed_precision_output_dtype=(
-            "float32" if layer_cls in FLOAT32_UNITS else "float16"
-        ),
-        tmp_path=tmp_path,
-    )
-
-
-@pytest.mark.parametrize("layer_cls", list(LAYERS), ids=lambda c: c.__name__)
 def test_gradients_reach_every_weight(layer_cls):
     layer = layer_cls(3, **({"gate_initializer": "ones"} if layer_cls is INALU else {}))
     assert_gradients_reach_every_weight(layer, X)
@@ -313,9 +298,7 @@ def test_penalty_follows_its_schedule_in_fit(layer_cls):
     history = model.fit(x, y, batch_size=6, epochs=8, verbose=0).history["loss"]
     assert int(to_np(layer.regularization_step)) == 8
     weights = [4.0 * min(max((step - 2) / 4, 0), 1) for step in range(1, 9)]
-    np.testing.assert_allclose(
-        history, [mse + w * penalty for w in weights], rtol=1e-4
-    )  # fmt: skip
+    np.testing.assert_allclose(history, [mse + w * penalty for w in weights], rtol=1e-4)
     assert float(to_np(layer.regularization_weight)) == 4.0
     assert layer(x, training=False) is not None
     assert int(to_np(layer.regularization_step)) == 8  # inference does not count
@@ -364,10 +347,15 @@ def test_invalid_arguments_raise(layer_cls, name, value, expected):
 
 @pytest.mark.parametrize(
     "layer_cls, name",
-    [(NMRU, "epsilon"), (INALU, "epsilon"), (INALU, "max_exponent"),
-     (INALU, "regularization_threshold"), (RealNPU, "epsilon"),
-     (RealNPU, "max_exponent")],
-)  # fmt: skip
+    [
+        (NMRU, "epsilon"),
+        (INALU, "epsilon"),
+        (INALU, "max_exponent"),
+        (INALU, "regularization_threshold"),
+        (RealNPU, "epsilon"),
+        (RealNPU, "max_exponent"),
+    ],
+)
 @pytest.mark.parametrize("value", [0.0, -1.0, float("inf"), "1"])
 def test_invalid_positive_floats_raise(layer_cls, name, value):
     with pytest.raises(ValueError, match=f"`{name}`, expected a finite number"):

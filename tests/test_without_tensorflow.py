@@ -26,6 +26,7 @@ from pathlib import Path
 import keras
 import numpy as np
 from keras_nalu import NAU, NMU, formulas, snap_weights, export_saved_model, training
+from nalu_research.recipe import Recipe
 from nalu_research.seed_batched import StaticBenchmark
 
 keras.utils.set_random_seed(0)
@@ -65,7 +66,7 @@ model.layers[1].kernel.assign(np.array([[0.98], [1.0]], "float32"))
 snapped, _ = snap_weights(model, (x, y))
 assert formulas(snapped) == ["y0 = x2*(x0 + x1)"], formulas(snapped)
 
-bench = StaticBenchmark("nmu", "mul", [0, 1], eval_size=64, batch_size=16)
+bench = StaticBenchmark("nmu", "mul", [0, 1], Recipe(batch_size=16), eval_size=64)
 saved = Path(tempfile.mkdtemp()) / "engine"
 result = bench.run(20, eval_every=10, checkpoint=saved)
 assert len(result["history"]) == 3 and (saved / "checkpoint.npz").is_file()

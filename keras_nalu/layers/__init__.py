@@ -1,3 +1,9 @@
+"""The layers and cells. `__all__` below is the package's one list of them:
+`keras_nalu` re-exports what it names, and the tests (of the API pages too)
+and the seed-batched engine find every layer through it or through its
+registration with Keras. A new layer is its module, its import and name
+here, and its page `docs/api/layers/NAME.md`."""
+
 from keras_nalu.layers.arithmetic_unit import ArithmeticUnit
 from keras_nalu.layers.configured_nalu import ConfiguredNALU
 from keras_nalu.layers.constrained_dense import ConstrainedDense

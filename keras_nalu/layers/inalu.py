@@ -189,8 +189,10 @@ class INALU(NAC):
     ) -> dict[str, Any]:
         """The paths' `kernel` and `mul_kernel`, and the gate `sigmoid(gate)`."""
         weights = self.unit_weights() if weights is None else weights
-        return {**super().effective_weights(weights),
-                "gate": keras.ops.sigmoid(weights["gate"])}  # fmt: skip
+        return {
+            **super().effective_weights(weights),
+            "gate": keras.ops.sigmoid(weights["gate"]),
+        }
 
     def set_effective_weights(self, values: dict[str, Any]) -> None:
         """As the NAC's, and the gate `sigmoid(gate)` set to 0 or 1 exactly

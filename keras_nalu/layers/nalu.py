@@ -201,10 +201,12 @@ class NALU(NAC):
             z = nalu_ops.matmul(x, self.gate_kernel)
             values = keras.ops.convert_to_numpy(keras.ops.sigmoid(z))
         gates = [
-            writer.gate(None if values is None else values[:, j],
-                        sympy.Function("sigmoid")(logit))
+            writer.gate(
+                None if values is None else values[:, j],
+                sympy.Function("sigmoid")(logit),
+            )
             for j, logit in enumerate(logits)
-        ]  # fmt: skip
+        ]
         return [gj * aj + (1 - gj) * mj for gj, aj, mj in zip(gates, a, m, strict=True)]
 
     def get_config(self):

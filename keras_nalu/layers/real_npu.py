@@ -188,10 +188,12 @@ class RealNPU(SparseUnit):
             if exact:
                 out.append(sympy.Mul(*(hi ** (wi * gi) for wi, hi, gi in terms)))
                 continue
-            magnitude = sympy.Mul(*((gi * sympy.Abs(hi) + 1 - gi) ** wi
-                                    for wi, hi, gi in terms))  # fmt: skip
-            negatives = sympy.Add(*(wi * gi * sympy.Heaviside(-hi)
-                                    for wi, hi, gi in terms))  # fmt: skip
+            magnitude = sympy.Mul(
+                *((gi * sympy.Abs(hi) + 1 - gi) ** wi for wi, hi, gi in terms)
+            )
+            negatives = sympy.Add(
+                *(wi * gi * sympy.Heaviside(-hi) for wi, hi, gi in terms)
+            )
             out.append(magnitude * sympy.cos(sympy.pi * negatives))
         return out
 

@@ -3,12 +3,12 @@
 Madsen & Johansen's anchor (NAU-NMU on `a * b`, their schedule: no penalty
 until iteration 1,000,000, then ramped to 10 by 2,000,000) leaves some runs
 stuck. Their initial NAU weights predict which: the runs whose split
-(`nalu_research.seed_batched.initial_splits`) starts below `SMALL_SPLIT` are,
+(`initial_splits`) starts below `SMALL_SPLIT` are,
 in both codes, the stuck and the late ones. This tests it by intervention, in
 one program of the seed-batched engine (each run its own seed's batches):
 
 - `moved`: the `--stuck` seeds with their split moved away from 0, to
-  `--target` (of the sign it had; `seed_batched.set_initial_splits`, about
+  `--target` (of the sign it had; `set_initial_splits`, about
   0.02 added to one unit's weights on the inputs of `a` alone);
 - `projected`: the `--solved` seeds with their split moved to 0.
 
@@ -23,17 +23,14 @@ them seed for seed).
 import math
 
 import keras
+from keras import ops
 
-from keras_nalu.training import Progress
 from nalu_research.arguments import Shared, non_negative_int, positive_float
+from nalu_research.engine_model import HIDDEN
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
-from nalu_research.seed_batched import (
-    SMALL_SPLIT,
-    StaticBenchmark,
-    initial_splits,
-    set_initial_splits,
-)
+from nalu_research.recipe import Recipe
+from nalu_research.seed_batched import StaticBenchmark
 from nalu_research.tasks import wilson_interval
 
 # Seeds 0-49 on the tensorflow backend
@@ -45,6 +42,63 @@ SOLVED = (0, 2, 3, 4, 5, 6, 7, 8)
 # The median |split| of seeds 0-49 on tensorflow.
 TARGET = 0.63
 REGULARIZATION = [10.0, 1_000_000, 2_000_000]  # Madsen & Johansen's
+
+
+# |initial split| below which lay the stuck and late runs of the anchor, in
+# both codes (an analysis of Madsen & Johansen's per-seed results and ours).
+SMALL_SPLIT = 0.071
+
+
+def initial_splits(bench):
+    """Per run of a `StaticBenchmark` whose first layer is a two-unit NAU
+    (NAU-NMU, NAU-NMRU, ...), the split of that NAU between its two hidden
+    units: with `d_i = W[i, 0] - W[i, 1]`, the sum of `d_i` over the inputs
+    only in the run's `a` slice minus that over the inputs only in its `b`
+    slice. Near 0 the NAU is undecided which unit sums which slice: on the
+    anchor task such starts are the runs that stay stuck or solve late
+    (`docs/experiments/units-benchmark.md`)."""
+    kernel = ops.convert_to_numpy(_nau_kernel(bench))  # (runs, inputs, 2)
+    return [
+        float(d[a].sum() - d[b].sum())
+        for d, (a, b) in zip(
+            kernel[..., 0] - kernel[..., 1], _only_masks(bench), strict=True
+        )
+    ]
+
+
+def set_initial_splits(bench, targets):
+    """Moves run `i`'s initial split (`initial_splits`) to `targets[i]`
+    (`None`: left as drawn) before training, by adding `c` to `W[i, 0]` and
+    subtracting it from `W[i, 1]` on the inputs only in its `a` slice, the
+    smallest even change that does it (`c` is about 0.02 for a move of
+    0.6 over 13 inputs). Returns the splits after the move."""
+    kernel = ops.convert_to_numpy(_nau_kernel(bench)).copy()
+    splits = initial_splits(bench)
+    for i, ((a, _), target) in enumerate(zip(_only_masks(bench), targets, strict=True)):
+        if target is not None:
+            c = (target - splits[i]) / (2 * a.sum())
+            kernel[i, a, 0] += c
+            kernel[i, a, 1] -= c
+    _nau_kernel(bench).assign(kernel)
+    return initial_splits(bench)
+
+
+def _nau_kernel(bench):
+    if (bench.engine_model.kinds or (None,))[0] != "nau" or HIDDEN != 2:
+        raise ValueError(
+            "Received an invalid value for `bench`, expected a benchmark whose "
+            "first layer is a two-unit NAU (e.g. model 'nmu'). Received: a "
+            f"benchmark of model {bench.model!r}"
+        )
+    return bench.params["kernel_0"]
+
+
+def _only_masks(bench):
+    """Per run, the boolean masks of the inputs only in `a`, only in `b`
+    (from the benchmark's masks of its slices)."""
+    masks = ops.convert_to_numpy(bench._masks) > 0  # (runs, inputs, 2)
+    a, b = masks[..., 0], masks[..., 1]
+    return list(zip(a & ~b, b & ~a, strict=True))
 
 
 def report(runs):
@@ -124,25 +178,16 @@ class AnchorSplit(Experiment):
             "nmu",
             "mul",
             [*args.stuck, *args.solved],
+            Recipe(regularization=args.regularization),
             eval_size=args.eval_size,
-            regularization=args.regularization,
         )
         drawn = initial_splits(bench)
         targets = [
             math.copysign(args.target, split) for split in drawn[: len(args.stuck)]
         ]
         moved = set_initial_splits(bench, targets + [0.0] * len(args.solved))
-        result = bench.run(
-            args.iterations,
-            eval_every=args.eval_every,
-            # The checkpoint folder itself, as before the skeleton: it resumes.
-            checkpoint=session.checkpoint(),
-            progress=Progress(
-                args.iterations, unit="iteration", label="  anchor split"
-            ),
-        )
-        if result["resumed_at"] is not None:
-            print(f"  resumed from its checkpoint at iteration {result['resumed_at']}")
+        # The checkpoint folder itself, as before the skeleton: it resumes.
+        result = session.run_engine(bench, "anchor split", folder="")
         self.train_seconds = result["seconds"]
         rows = bench.summarize(result["history"])
         arms = ["moved"] * len(args.stuck) + ["projected"] * len(args.solved)
@@ -154,7 +199,7 @@ class AnchorSplit(Experiment):
         report(rows)
 
     def record(self, args, rows):
-        return {"train_seconds": self.train_seconds, "wall_seconds": self.elapsed()}
+        return {"train_seconds": self.train_seconds}
 
 
 def main(argv=None):

@@ -47,31 +47,32 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_nalu.training import Progress, remove_checkpoint
+from keras_nalu.training import remove_checkpoint
 from nalu_research.arguments import (
     Shared,
     argument_type,
     learning_rate,
     positive_float,
 )
-from nalu_research.experiment import Experiment
-from nalu_research.monitoring import input_file, markdown_table, pyplot, save_png
-from nalu_research.records.static_arithmetic import rate, solved_at_cell, solved_by
-from nalu_research.runs import gather_json, worker_index
-from nalu_research.seed_batched import (
+from nalu_research.engine_model import (
     LAYERS,
     MODELS,
-    StaticBenchmark,
     configured_unit,
     unit_class,
     unit_kinds,
 )
+from nalu_research.experiment import Experiment
+from nalu_research.monitoring import markdown_table
+from nalu_research.recipe import Recipe
+from nalu_research.runs import gather_json, worker_index
+from nalu_research.seed_batched import StaticBenchmark
 from nalu_research.tasks import (
     MADSEN_JOHANSEN_SOLVED_BY,
     PAPER_TABLE_1,
     StaticArithmetic,
     wilson_bars,
 )
+from nalu_research.tasks.metrics import rate, solved_at_cell, solved_by
 from nalu_research.tasks.static_arithmetic import TARGETS, parse_target
 
 QUICK = {
@@ -218,11 +219,11 @@ def check_models(parser, args):
             parser.error(f"--layer-option: {error}")
 
 
-def load_saved(paths, parser):
-    """The saved runs of `paths` merged into one result (models side by side)."""
+def load_saved(records, paths, parser):
+    """The saved `records` (read from `paths`) merged into one result
+    (models side by side)."""
     merged = None
-    for path in paths:
-        saved = json.loads(Path(path).read_text())
+    for saved, path in zip(records, paths, strict=True):
         saved["arguments"].setdefault("signed", False)
         saved["arguments"].setdefault("two_inputs", False)
         saved["arguments"].setdefault("first_seed", 0)
@@ -292,9 +293,13 @@ def tables(results, args):
         lambda runs, op, model: solved_at_cell(runs),
     )
     marks = sorted({n for n in SOLVED_BY if n <= args.iterations} | {args.iterations})
-    lines += ["", "Fraction of seeds solved by iteration N (extrapolation first "
-              "below the threshold; Madsen & Johansen's published fraction of "
-              "100 seeds in brackets):", ""]  # fmt: skip
+    lines += [
+        "",
+        "Fraction of seeds solved by iteration N (extrapolation first "
+        "below the threshold; Madsen & Johansen's published fraction of "
+        "100 seeds in brackets):",
+        "",
+    ]
     rows = []
     for model in args.models:
         for op in args.operations:
@@ -341,9 +346,14 @@ def formula_lines(results, args):
                 )
             lines.append(line)
     if lines:
-        lines = ["", "Runs whose weights snapped to exact values verified on "
-                 "held-out and extrapolation data (keras_nalu.snap_weights), "
-                 "and a formula (keras_nalu.formulas):", "", *lines]  # fmt: skip
+        lines = [
+            "",
+            "Runs whose weights snapped to exact values verified on "
+            "held-out and extrapolation data (keras_nalu.snap_weights), "
+            "and a formula (keras_nalu.formulas):",
+            "",
+            *lines,
+        ]
     return lines
 
 
@@ -384,13 +394,19 @@ def plot(results, args, plt):
             if not any(r["solved_at"] is not None for r in runs):
                 continue
             label = f"{display_name(m)} {symbol(op)}"
-            (line,) = curve.step(steps, [solved_by(runs, n) for n in steps],
-                                 where="post", label=label)  # fmt: skip
+            (line,) = curve.step(
+                steps, [solved_by(runs, n) for n in steps], where="post", label=label
+            )
             theirs = MADSEN_JOHANSEN_SOLVED_BY.get(m, {}).get(op, {})
             shown = {n: v for n, v in theirs.items() if n <= args.iterations}
             if shown:
-                curve.plot(list(shown), list(shown.values()), "o",
-                           color=line.get_color(), label=f"{label}, M&J")  # fmt: skip
+                curve.plot(
+                    list(shown),
+                    list(shown.values()),
+                    "o",
+                    color=line.get_color(),
+                    label=f"{label}, M&J",
+                )
     curve.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
     curve.set_xlabel("iteration")
     curve.set_ylabel("fraction of seeds solved")
@@ -404,6 +420,11 @@ def plot(results, args, plt):
 
 class ArithmeticBenchmark(Experiment):
     # Its --help description is the module docstring's first paragraph.
+
+    replays = (
+        "print the tables and plot of saved runs instead of training "
+        "(several files are merged: e.g. one per model)"
+    )
 
     arguments = {
         "models": Shared(
@@ -500,13 +521,6 @@ class ArithmeticBenchmark(Experiment):
             "2], extrapolate on U[2, 4] (with --signed: U[-2, 2], U[-4, -2] u "
             "U[2, 4])",
         )
-        parser.add_argument(
-            "--from-json",
-            type=input_file,
-            nargs="+",
-            help="print the tables and plot of saved runs instead of training "
-            "(several files are merged: e.g. one per model)",
-        )
         parser.set_defaults(layer_options=None)
 
     def check_arguments(self, args, parser):
@@ -517,9 +531,16 @@ class ArithmeticBenchmark(Experiment):
                 dict.fromkeys([*(args.operations or []), *args.target])
             )
         if args.from_json:
-            saved = args.saved = load_saved(args.from_json, parser)
-            for name in ("operations", "models", "seeds", "first_seed",
-                         "iterations", "signed", "two_inputs"):  # fmt: skip
+            saved = args.saved = load_saved(args.records, args.from_json, parser)
+            for name in (
+                "operations",
+                "models",
+                "seeds",
+                "first_seed",
+                "iterations",
+                "signed",
+                "two_inputs",
+            ):
                 setattr(args, name, saved["arguments"][name])
             args.png = args.png or Path("results/arithmetic_benchmark_from_json.png")
         defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
@@ -532,7 +553,7 @@ class ArithmeticBenchmark(Experiment):
             args.json = Path(f"results/arithmetic_benchmark{signed}{two}.json")
 
     def prepare(self, args, session):
-        self.session, self.speed, self.folders = session, {}, []
+        self.folders = []
         self.worker, self.workers = worker_index(session.strategy)
         # This worker's share of the seeds.
         first, last = args.first_seed, args.first_seed + args.seeds
@@ -550,17 +571,20 @@ class ArithmeticBenchmark(Experiment):
         """All the runs of one model, every target x seed of this worker, in
         one program; returns every worker's runs of the model."""
         (model,) = run
-        bench = StaticBenchmark(
-            model,
-            args.operations,
-            self.seeds,
+        recipe = Recipe(
             learning_rate=learning_rate(args.learning_rate, args.learning_rate_drop),
-            eval_size=args.eval_size,
             regularization=args.regularization or "default",
             nmu_center=args.nmu_center,
             clipnorm=args.clipnorm,
             adam_epsilon=args.adam_epsilon,
             layer_options=args.layer_options,
+        )
+        bench = StaticBenchmark(
+            model,
+            args.operations,
+            self.seeds,
+            recipe,
+            eval_size=args.eval_size,
             **task_arguments(args),
         )
         workers = self.workers
@@ -577,23 +601,7 @@ class ArithmeticBenchmark(Experiment):
         part = f"-worker{self.worker}of{workers}" if workers > 1 else ""
         folder = model.replace(">", "_") + part  # a user's 'package>Name'
         self.folders.append(session.checkpoint(folder))
-        log = session.callbacks(folder)
-        result = bench.run(
-            args.iterations,
-            eval_every=args.eval_every,
-            checkpoint=self.folders[-1],
-            progress=Progress(args.iterations, unit="iteration", label=f"  {model}"),
-            on_eval=(lambda e: log[0].write(e["iteration"], bench.scalars(e)))
-            if log
-            else None,
-        )
-        if result["resumed_at"] is not None:
-            print(f"  resumed from its checkpoint at iteration {result['resumed_at']}")
-        print(
-            f"  {result['seconds']:.0f} s of training, "
-            f"{result['ms_per_run_iteration']:.4f} ms per run-iteration",
-            flush=True,
-        )
+        result = session.run_engine(bench, model, folder)
         rows = bench.summarize(result["history"])
         for row, formula in zip(rows, bench.exact_formulas(), strict=True):
             row["formula"] = formula
@@ -601,13 +609,18 @@ class ArithmeticBenchmark(Experiment):
         shares = gather_json(
             {"runs": rows, "ms": result["ms_per_run_iteration"]}, session.strategy
         )
-        self.speed[model] = float(np.mean([share["ms"] for share in shares]))
+        session.speed[model] = float(np.mean([share["ms"] for share in shares]))
         order = {op: i for i, op in enumerate(args.operations)}
         self.last = sorted(
             (r for share in shares for r in share["runs"]),
             key=lambda r: (order[r["operation"]], r["seed"]),
         )
         return self.last
+
+    def replayed(self, args, records):
+        self.session.speed.update(args.saved["ms_per_run_iteration"])
+        self.seconds = args.saved["wall_seconds"]
+        return args.saved["runs"]
 
     def run_name(self, run, row):
         return display_name(run[0])
@@ -621,13 +634,12 @@ class ArithmeticBenchmark(Experiment):
         print(
             "\nms per run-iteration (batch 128, all runs of a model in one "
             "program): "
-            + ", ".join(f"{display_name(m)} {v:.4f}" for m, v in self.speed.items())
+            + ", ".join(
+                f"{display_name(m)} {v:.4f}" for m, v in self.session.speed.items()
+            )
         )
-        seconds = self.elapsed() if self.seconds is None else self.seconds
+        seconds = self.seconds if args.from_json else self.elapsed()
         print(f"Wall time: {seconds:.0f} s.")
-
-    def record(self, args, rows):
-        return {"ms_per_run_iteration": self.speed, "wall_seconds": self.elapsed()}
 
     def plot(self, args, rows, plt):
         return plot(rows, args, plt)
@@ -644,18 +656,7 @@ class ArithmeticBenchmark(Experiment):
 
 
 def main(argv=None):
-    benchmark = ArithmeticBenchmark()
-    args = benchmark.parse_args(argv)
-    if not args.from_json:
-        return benchmark.main(argv)
-    # The tables and plot of saved runs: trains nothing, writes no record.
-    saved = args.saved
-    benchmark.speed = saved["ms_per_run_iteration"]
-    benchmark.seconds = saved["wall_seconds"]
-    benchmark.report(args, saved["runs"])
-    save_png(benchmark.plot(args, saved["runs"], pyplot()), args.png)
-    print(f"Wrote {args.png}.")
-    return 0
+    return ArithmeticBenchmark().main(argv)
 
 
 if __name__ == "__main__":

@@ -48,10 +48,10 @@ from pathlib import Path
 import numpy as np
 
 from keras_nalu import snap_weights
-from keras_nalu.training import Progress
 from nalu_research.arguments import Shared, positive_float
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
+from nalu_research.recipe import Recipe
 from nalu_research.seed_batched import StaticBenchmark
 from nalu_research.serving import Export
 from nalu_research.tasks import wilson_bars, wilson_interval
@@ -62,12 +62,21 @@ PUBLISHED = 0.916  # the NMRU's success over the 225 runs (Mistry et al.)
 # Each unit with the recipe of Mistry et al.'s script for it: the engine's
 # model, Adam's learning rate, each run's gradient-norm bound, the penalty.
 UNITS = {
-    "nmru": {"model": "single-nmru", "name": "NMRU", "learning_rate": 1e-2,
-             "clipnorm": 1.0, "regularization": [10.0, 50_000, 75_000]},
-    "realnpu": {"model": "single-realnpu", "name": "RealNPU",
-                "learning_rate": 5e-3, "clipnorm": None,
-                "regularization": [1.0, 50_000, 75_000]},
-}  # fmt: skip
+    "nmru": {
+        "model": "single-nmru",
+        "name": "NMRU",
+        "learning_rate": 1e-2,
+        "clipnorm": 1.0,
+        "regularization": [10.0, 50_000, 75_000],
+    },
+    "realnpu": {
+        "model": "single-realnpu",
+        "name": "RealNPU",
+        "learning_rate": 5e-3,
+        "clipnorm": None,
+        "regularization": [1.0, 50_000, 75_000],
+    },
+}
 EXPORTED_RANGE = 6  # U[1, 2] -> U[2, 6], exported when solved
 
 
@@ -80,10 +89,14 @@ def layer_options(args):
 
 
 def tables(results, args):
-    lines = ["", "Success by range (extrapolation MSE below "
-             f"{args.threshold:g} at the best interpolation evaluation; Wilson "
-             "95% interval), the median iteration first solved, and the runs "
-             "that snapped to exact weights:", ""]  # fmt: skip
+    lines = [
+        "",
+        "Success by range (extrapolation MSE below "
+        f"{args.threshold:g} at the best interpolation evaluation; Wilson "
+        "95% interval), the median iteration first solved, and the runs "
+        "that snapped to exact weights:",
+        "",
+    ]
     rows = []
     for index in args.ranges:
         runs = [r for r in results if r["range"] == index]
@@ -107,10 +120,13 @@ def tables(results, args):
     lines += markdown_table([*header, "median solved at", "snapped"], rows)
     wins = sum(r["success"] for r in results)
     low, high = wilson_interval(wins, len(results))
-    lines += ["", f"All ranges, one {UNITS[args.unit]['name']}: {wins}/"
-              f"{len(results)} solved = {wins / len(results):.1%} [{low:.3f}, "
-              f"{high:.3f}]; Mistry et al. published {PUBLISHED:.1%} for the "
-              "NMRU over 9 ranges x 25 seeds."]  # fmt: skip
+    lines += [
+        "",
+        f"All ranges, one {UNITS[args.unit]['name']}: {wins}/"
+        f"{len(results)} solved = {wins / len(results):.1%} [{low:.3f}, "
+        f"{high:.3f}]; Mistry et al. published {PUBLISHED:.1%} for the "
+        "NMRU over 9 ranges x 25 seeds.",
+    ]
     example = next((r for r in results if r["formula"]), None)
     if example:
         lines.append(
@@ -128,16 +144,24 @@ def plot(results, args, plt):
     )
     name = UNITS[args.unit]["name"]
     ax.bar(range(len(rates)), rates, yerr=errors, capsize=3, label=f"{name} here")
-    ax.axhline(PUBLISHED, color="k", linestyle="--", linewidth=1,
-               label=f"NMRU, Mistry et al., all ranges ({PUBLISHED:.1%})")  # fmt: skip
+    ax.axhline(
+        PUBLISHED,
+        color="k",
+        linestyle="--",
+        linewidth=1,
+        label=f"NMRU, Mistry et al., all ranges ({PUBLISHED:.1%})",
+    )
     ax.set_xticks(range(len(rates)))
     ax.set_xticklabels(
         [describe_range(MISTRY_RANGES[i][0]) for i in args.ranges], fontsize=7
     )
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate")
-    ax.set_title(f"a/b, one {name}, 10 inputs: {args.seeds} seeds per range, "
-                 f"{args.iterations} iterations (Wilson 95%)", fontsize=9)  # fmt: skip
+    ax.set_title(
+        f"a/b, one {name}, 10 inputs: {args.seeds} seeds per range, "
+        f"{args.iterations} iterations (Wilson 95%)",
+        fontsize=9,
+    )
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
@@ -212,7 +236,7 @@ class DivisionBenchmark(Experiment):
             args.json = Path(f"results/division_benchmark{suffix}.json")
 
     def prepare(self, args, session):
-        self.speed, self.snapped = {}, {}
+        self.snapped = {}
 
     def runs(self, args):
         return [(index,) for index in args.ranges]
@@ -222,35 +246,26 @@ class DivisionBenchmark(Experiment):
         keeps the first solved run that snapped to exact weights."""
         (index,) = run
         interpolation, extrapolation = MISTRY_RANGES[index]
+        recipe = Recipe(
+            learning_rate=args.learning_rate,
+            regularization=args.regularization,
+            clipnorm=args.clipnorm,
+            layer_options=layer_options(args),
+        )
         bench = StaticBenchmark(
             UNITS[args.unit]["model"],
             "div",
             range(args.seeds),
-            learning_rate=args.learning_rate,
+            recipe,
             eval_size=args.eval_size,
-            regularization=args.regularization,
-            clipnorm=args.clipnorm,
             threshold=args.threshold,
-            layer_options=layer_options(args),
             interpolation_range=interpolation,
             extrapolation_range=extrapolation,
             **TASK,
         )
         label = f"{describe_range(interpolation)} -> {describe_range(extrapolation)}"
         print(f"range {index}: {label}, {args.seeds} seeds", flush=True)
-        log = session.callbacks(f"range{index}")
-        result = bench.run(
-            args.iterations,
-            eval_every=args.eval_every,
-            checkpoint=session.checkpoint(f"range{index}"),
-            progress=Progress(
-                args.iterations, unit="iteration", label=f"  range {index}"
-            ),
-            on_eval=(lambda e: log[0].write(e["iteration"], bench.scalars(e)))
-            if log
-            else None,
-        )
-        self.speed[index] = result["ms_per_run_iteration"]
+        result = session.run_engine(bench, index, f"range{index}")
         rows = bench.summarize(result["history"])
         for row, formula in zip(rows, bench.exact_formulas(), strict=True):
             row.update(range=index, formula=formula)
@@ -268,9 +283,6 @@ class DivisionBenchmark(Experiment):
     def report(self, args, rows):
         print("\n".join(tables(rows, args)))
         print(f"Wall time: {self.elapsed():.0f} s.")
-
-    def record(self, args, rows):
-        return {"ms_per_run_iteration": self.speed, "wall_seconds": self.elapsed()}
 
     def plot(self, args, rows, plt):
         return plot(rows, args, plt)

@@ -46,8 +46,7 @@ import numpy as np
 
 from nalu_research.arguments import Shared
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import Evaluation
-from nalu_research.records.identity import table_5_lines
+from nalu_research.monitoring import Evaluation, markdown_table
 from nalu_research.runs import (
     epoch_steps,
     mean_over_steps,
@@ -94,6 +93,37 @@ def mean_errors(test_sets):
 
 def plural(n, word):
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def paper_value(name):
+    """The paper's Table 5 value of the model `name`, as the table shows it."""
+    if name not in PAPER_TABLE_5:
+        return "-"
+    return "<0.0001" if name == "None" else f"{PAPER_TABLE_5[name]:.2f}"
+
+
+def table_5_lines(runs, names):
+    """Table 5's lines from the per-run rows `runs` of the models `names`:
+    per model the mean and range over seeds of the error on the integers
+    (`table_mae`), the mean error on the training range and the paper's
+    value; `*` marks a model with a diverged run."""
+    table = []
+    for name in names:
+        mine = [run for run in runs if run["model"] == name]
+        mae = [run["table_mae"] for run in mine]
+        train = [run["train_range_mae"] for run in mine]
+        diverged = any(run["diverged"] for run in mine)
+        table.append(
+            [
+                name + ("*" if diverged else ""),
+                f"{np.mean(mae):.4g}",
+                f"{min(mae):.4g} to {max(mae):.4g}",
+                f"{np.mean(train):.2g}",
+                paper_value(name),
+            ]
+        )
+    header = ["model", "ours: mean", "ours: min to max", "on [-5, 5]", "paper"]
+    return markdown_table(header, table, align="<>>>>")
 
 
 class IdentityExtrapolationExperiment(Experiment):
@@ -284,10 +314,14 @@ class IdentityExtrapolationExperiment(Experiment):
             )
             if name in named:
                 ax.annotate(
-                    name, (grid[-1], max(curves[name][-1], floor)),
-                    xytext=(4, 0), textcoords="offset points", va="center",
-                    fontsize=9, color="0.3",
-                )  # fmt: skip
+                    name,
+                    (grid[-1], max(curves[name][-1], floor)),
+                    xytext=(4, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=9,
+                    color="0.3",
+                )
         for name, (color, label) in highlighted.items():
             if name in curves:
                 ax.plot(

@@ -246,7 +246,7 @@ def describe(value_range):
 
 def table(rows, seeds):
     """The header and rows of the results table (also the docs page's,
-    `nalu_research.records.mixed_formulas`)."""
+    read by its records module)."""
     header = [
         "formula",
         "model",

@@ -543,8 +543,8 @@ def plot(results, majority, dataset_name, plt):
         epochs = min(len(r["epoch_test_accuracy"]) for r in runs)
         if epochs:
             median = np.median([r["epoch_test_accuracy"][:epochs] for r in runs], 0)
-            curves.plot(runs[0]["epoch_steps"][:epochs], median, ".-",
-                        color=colour, label=variant)  # fmt: skip
+            steps = runs[0]["epoch_steps"][:epochs]
+            curves.plot(steps, median, ".-", color=colour, label=variant)
     for ax in (final, curves):
         ax.axhline(majority, color="grey", linestyle=":", linewidth=1)
     final.set_xticks(range(len(names)), names, rotation=30, fontsize=8)
@@ -555,8 +555,8 @@ def plot(results, majority, dataset_name, plt):
         fontsize=10,
     )
     curves.set_xlabel("training steps")
-    curves.set_title("Median over seeds after each epoch (dotted: majority class)",
-                     fontsize=10)  # fmt: skip
+    title = "Median over seeds after each epoch (dotted: majority class)"
+    curves.set_title(title, fontsize=10)
     curves.legend(fontsize=7)
     fig.suptitle(f"Parity on {dataset_name} canvases, by last layer")
     fig.tight_layout()

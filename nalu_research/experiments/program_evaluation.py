@@ -334,8 +334,11 @@ class ProgramEvaluationExperiment(Experiment):
 
     def plot(self, args, rows, plt):
         """The Figure 4 curves: mean and min-max over the seeds."""
-        titles = {"train": "Train (2 digits)", "validation": "Validation (3 digits)",
-                  "test": "Test (4 digits)"}  # fmt: skip
+        titles = {
+            "train": "Train (2 digits)",
+            "validation": "Validation (3 digits)",
+            "test": "Test (4 digits)",
+        }
         fig, axes = plt.subplots(1, 3, figsize=(11, 3.3), sharey=True)
         for ax, split in zip(axes, SPLITS, strict=True):
             for name, runs in results(rows).items():

@@ -224,9 +224,15 @@ class RecurrentArithmeticExperiment(Experiment):
 
     def check_arguments(self, args, parser):
         # What is not given comes from --quick, else from the defaults.
-        defaults = QUICK if args.quick else {
-            "operations": list(OPERATIONS), "seeds": 3, "steps": 5000,
-        }  # fmt: skip
+        defaults = (
+            QUICK
+            if args.quick
+            else {
+                "operations": list(OPERATIONS),
+                "seeds": 3,
+                "steps": 5000,
+            }
+        )
         for name, value in defaults.items():
             if getattr(args, name) is None:
                 setattr(args, name, value)
@@ -287,11 +293,15 @@ class RecurrentArithmeticExperiment(Experiment):
         if model in SNAPPED:
             errors.update(snapped_errors(result.model, task, evaluation, seed))
         return {
-            "operation": operation, "model": model, "seed": seed, **errors,
-            "seconds": seconds, "diverged": result.divergence,
+            "operation": operation,
+            "model": model,
+            "seed": seed,
+            **errors,
+            "seconds": seconds,
+            "diverged": result.divergence,
             "steps": np.cumsum(epoch_steps(args))[: result.epochs].tolist(),
             "curves": curves,
-        }  # fmt: skip
+        }
 
     def run_name(self, run, row):
         return title(run) + (", diverged" if row["diverged"] else "")

@@ -139,7 +139,7 @@ class RecurrentCells(Experiment):
 
 def table(rows, seeds):
     """The header and rows of the results table (also the docs page's,
-    `nalu_research.records.recurrent_cells`)."""
+    read by its records module)."""
     header = ["task", "cell", "length 10", "length 100", "solved"]
     lines = []
     for row in rows:

@@ -196,10 +196,14 @@ def print_figures(results):
     steps = results["us_per_step_batch_32"]
     marginal = results["marginal_us_per_step_batch_32"]
     table = [
-        [name, f"{latency[name]['p50']:.3f} ms", f"{latency[name]['p99']:.3f} ms",
-         f"{rows[name]:.3g}"]
+        [
+            name,
+            f"{latency[name]['p50']:.3f} ms",
+            f"{latency[name]['p99']:.3f} ms",
+            f"{rows[name]:.3g}",
+        ]
         for name in STATIC
-    ]  # fmt: skip
+    ]
     header = ["model", "batch-1 p50", "batch-1 p99", "rows/s at batch 1,024"]
     print("\n".join(markdown_table(header, table)))
 

@@ -275,13 +275,25 @@ class StaticArithmeticExperiment(Experiment):
                 *PAPER_TABLE_1[TABLE_KEYS[name]][args.operation]
             )
             table.append(
-                [name, f"{best['interpolation_error']:.4g}",
-                 f"{best['extrapolation_error']:.4g}", best["seed"],
-                 f"{sum(r['solved'] for r in runs)}/{args.runs}",
-                 f"{sum(r['strict'] for r in runs)}/{args.runs}", paper]
-            )  # fmt: skip
-        header = ["model", "interpolation", "extrapolation", "seed", "solved",
-                  "strict", "paper I / E"]  # fmt: skip
+                [
+                    name,
+                    f"{best['interpolation_error']:.4g}",
+                    f"{best['extrapolation_error']:.4g}",
+                    best["seed"],
+                    f"{sum(r['solved'] for r in runs)}/{args.runs}",
+                    f"{sum(r['strict'] for r in runs)}/{args.runs}",
+                    paper,
+                ]
+            )
+        header = [
+            "model",
+            "interpolation",
+            "extrapolation",
+            "seed",
+            "solved",
+            "strict",
+            "paper I / E",
+        ]
         print("\n".join(markdown_table(header, table, align="<>>>>>>")))
         print(f"\nTrained in {self.elapsed():.0f} s.")
 

@@ -6,7 +6,7 @@ same loss, optimizer, batches and steps per compiled call):
 
 - demo: the demo's NALU model (2 inputs -> `NALU(1)`, `demo.build_model`),
   batches of 64 from a `tf.data.Dataset`, 16 steps per compiled call;
-- number words: Embedding -> LSTM -> NALU (`number_translation.
+- number words: Embedding -> LSTM -> NALU (`models.number_words.
   build_side_by_side`, size 32, its 3 seeds side by side in one model), the
   whole training set (169 numbers) at every step from a `tf.data.Dataset`,
   every step of a `fit` call in one compiled call;
@@ -95,14 +95,15 @@ def _number_words(steps):
     import keras
     import tensorflow as tf
 
-    from nalu_research.experiments import number_translation
+    from nalu_research.experiments.number_words import NumberWordsExperiment
+    from nalu_research.models.number_words import build_side_by_side
     from nalu_research.runs import steps_per_execution
     from nalu_research.tasks.number_words import NumberWords
 
-    args = number_translation.NumberTranslation().parse_args([])
+    args = NumberWordsExperiment().parse_args([])
     _, ids, y = NumberWords(seed=args.seed).split("train")
     seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
-    model, _ = number_translation.build_side_by_side("nalu", max(args.sizes), seeds)
+    model, _ = build_side_by_side("nalu", max(args.sizes), seeds)
     model.compile(
         optimizer=keras.optimizers.Adam(args.learning_rates[0]),
         loss=[args.loss] * len(seeds),

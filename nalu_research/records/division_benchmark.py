@@ -5,7 +5,7 @@ import numpy as np
 
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import record
-from nalu_research.records.static_arithmetic import rate
+from nalu_research.tasks.metrics import rate
 
 PAGE = "experiments/division-benchmark/"
 NMRU = PAGE + "division_benchmark.json"

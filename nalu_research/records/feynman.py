@@ -1,6 +1,6 @@
 """Tables of docs/experiments/feynman.md, from the records beside the page."""
 
-from nalu_research.experiments.feynman import counts_table, equations_table
+from nalu_research.experiments.feynman.tables import counts_table, equations_table
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import record
 

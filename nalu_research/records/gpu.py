@@ -1,5 +1,5 @@
 """docs/gpu.md, generated whole from `gpu/gpu.json` by the report of
-`make gpu-check` (`nalu_research.experiments.gpu_check.report`)."""
+`make gpu-check` (`nalu_research.experiments.gpu_check.page.report`)."""
 
 from nalu_research.records import record
 
@@ -8,6 +8,6 @@ RECORD = "gpu/gpu.json"
 
 def page():
     """The text of docs/gpu.md."""
-    from nalu_research.experiments.gpu_check import report
+    from nalu_research.experiments.gpu_check.page import report
 
     return report(record(RECORD))

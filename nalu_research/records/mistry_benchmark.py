@@ -50,7 +50,7 @@ def best(epsilon="1e-05", path=RECORD):
                 r["success"][epsilon]
                 for r in cell_runs(runs, sorted(units)[0], operation, index)
             )
-            names = ", ".join(RECIPES[u]["name"] for u in args.units if u in units)
+            names = ", ".join(RECIPES[u].name for u in args.units if u in units)
             line.append(f"{names} ({wins}/{seeds})")
         lines.append(line)
     header = ["range", "interpolation", "extrapolation",
@@ -113,7 +113,7 @@ def per_operation(epsilon="1e-05", path=RECORD):
         lines.append(
             [
                 SYMBOLS[operation],
-                ", ".join(RECIPES[u]["name"] for u in units),
+                ", ".join(RECIPES[u].name for u in units),
                 f"{worst}/{seeds} ({where})",
                 f"{sum(scored[unit])}/{seeds * len(ranges)}",
                 "–" if nalu is None else f"{sum(nalu)}/{seeds * len(ranges)}",
@@ -129,9 +129,10 @@ ORACLE = "experiments/mistry-benchmark/mistry_oracle.json"
 
 def oracle(epsilon="1e-05", path=RECORD, theirs=ORACLE):
     """Their own code's success counts beside ours, per cell it ran
-    (`nalu_research.oracle.compare`): Wilson 95% intervals, whether they
-    overlap, Fisher's exact p, the successes' median solved-at."""
-    from nalu_research.oracle import compare, comparison_table
+    (`nalu_research.experiments.mistry_oracle.compare`): Wilson 95%
+    intervals, whether they overlap, Fisher's exact p, the successes' median
+    solved-at."""
+    from nalu_research.experiments.mistry_oracle import compare, comparison_table
 
     table = compare(record(path), record(theirs), float(epsilon))
     return "\n".join(comparison_table(table))

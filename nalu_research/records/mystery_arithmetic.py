@@ -81,8 +81,20 @@ def nau_nmu():
         solved = f"{len(run['snapped']['solved'])} of {len(run['outputs'])}"
         if len(run["snapped"]["solved"]) == len(run["outputs"]):
             solved = f"**{solved}**"
-        rows.append([seed.split()[1], f"{float(trained):.2g}",
-                     f"{float(snapped):.1e}", solved, BY_ROUNDING[seed]])  # fmt: skip
-    header = ["seed", "trained: relative test error", "snapped: relative test error",
-              "outputs solved", "by rounding alone"]  # fmt: skip
+        rows.append(
+            [
+                seed.split()[1],
+                f"{float(trained):.2g}",
+                f"{float(snapped):.1e}",
+                solved,
+                BY_ROUNDING[seed],
+            ]
+        )
+    header = [
+        "seed",
+        "trained: relative test error",
+        "snapped: relative test error",
+        "outputs solved",
+        "by rounding alone",
+    ]
     return "\n".join(markdown_table(header, rows))

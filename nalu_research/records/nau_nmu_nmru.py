@@ -4,7 +4,8 @@ the units (docs/experiments/units-benchmark/)."""
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import record
 from nalu_research.records import units_benchmark as units
-from nalu_research.records.static_arithmetic import runs, solved_by
+from nalu_research.records.static_arithmetic import runs
+from nalu_research.tasks.metrics import solved_by
 
 MARKS = (50_000, 200_000, 1_000_000, 2_000_000)
 DIV_CENTERED = units.PAGE + "units_recipe_div_centered.json"
@@ -26,8 +27,12 @@ def solved_by_iteration():
 
     def theirs(op, who, model, operation):
         fractions = MADSEN_JOHANSEN_SOLVED_BY[model][operation]
-        return [op, f"Madsen & Johansen, {who}", "5M",
-                *(f"{fractions[n]:.2f}" for n in MARKS)]  # fmt: skip
+        return [
+            op,
+            f"Madsen & Johansen, {who}",
+            "5M",
+            *(f"{fractions[n]:.2f}" for n in MARKS),
+        ]
 
     def ours(op, who, path, model, operation):
         found = runs(path, model, operation)
@@ -49,28 +54,67 @@ def solved_by_iteration():
         "a*b",
         f"NAU-NMU, their schedule (`units_anchor_nmu.json`, {len(anchor)} seeds; "
         f"to 5M: {five_m:.2f}, theirs {their_5m:.2f})",
-        units.ANCHOR, "nmu", "mul",
-    )  # fmt: skip
+        units.ANCHOR,
+        "nmu",
+        "mul",
+    )
     anchor_row[2] = "5M"  # run on to 5M (`units_anchor_nmu_5m.json`)
     realnpu = runs(units.REALNPU_DIV, "realnpu", "div")
     rows = [
         theirs("a+b", "NAU", "nau", "add"),
-        ours("a+b", "NAU-NAU, the layers' defaults (`units.json`)", units.UNITS,
-             "nau", "add"),
-        ours("a-b", "NAU-NAU, the layers' defaults (`units.json`)", units.UNITS,
-             "nau", "sub"),
+        ours(
+            "a+b",
+            "NAU-NAU, the layers' defaults (`units.json`)",
+            units.UNITS,
+            "nau",
+            "add",
+        ),
+        ours(
+            "a-b",
+            "NAU-NAU, the layers' defaults (`units.json`)",
+            units.UNITS,
+            "nau",
+            "sub",
+        ),
         theirs("a*b", "NAU-NMU", "nmu", "mul"),
         anchor_row,
-        ours("a*b", "NAU-NMU, `NAU(centered_gradient=True)`, penalty from 100k "
-             "(`units_recipe_centered.json`)", units.CENTERED, "nmu", "mul"),
-        ours("a*b", "the same without `centered_gradient` (`units_recipe_plain.json`)",
-             units.PLAIN, "nmu", "mul"),
+        ours(
+            "a*b",
+            "NAU-NMU, `NAU(centered_gradient=True)`, penalty from 100k "
+            "(`units_recipe_centered.json`)",
+            units.CENTERED,
+            "nmu",
+            "mul",
+        ),
+        ours(
+            "a*b",
+            "the same without `centered_gradient` (`units_recipe_plain.json`)",
+            units.PLAIN,
+            "nmu",
+            "mul",
+        ),
         theirs("a/b", "every unit", "nmu", "div"),
-        ours("a/b", "NAU-NMRU, `centered_gradient`, penalty from 100k "
-             "(`units_recipe_div_centered.json`)", DIV_CENTERED, "nmru", "div"),
-        ours("a/b", "NAU-RealNPU, the ratio recipe above (`units_realnpu_div.json`, "
-             f"{len(realnpu)} seeds)", units.REALNPU_DIV, "realnpu", "div"),
-    ]  # fmt: skip
-    header = ["operation", "who, model and recipe", "budget",
-              *(f"by {n:,}" for n in MARKS)]  # fmt: skip
+        ours(
+            "a/b",
+            "NAU-NMRU, `centered_gradient`, penalty from 100k "
+            "(`units_recipe_div_centered.json`)",
+            DIV_CENTERED,
+            "nmru",
+            "div",
+        ),
+        ours(
+            "a/b",
+            "NAU-RealNPU, the ratio recipe above (`units_realnpu_div.json`, "
+            f"{len(realnpu)} seeds)",
+            units.REALNPU_DIV,
+            "realnpu",
+            "div",
+        ),
+    ]
+    header = [
+        "operation",
+        "who, model and recipe",
+        "budget",
+        *(f"by {n:,}" for n in MARKS),
+    ]
     return "\n".join(markdown_table(header, rows))

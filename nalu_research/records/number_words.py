@@ -1,5 +1,6 @@
 """Tables of docs/experiments/number-words.md, from the records of
-`examples/number_translation.py` beside the page."""
+`examples/number_words.py` beside the page (those written before its rename,
+by `examples/number_translation.py`, keep their names: `number_translation_*`)."""
 
 import numpy as np
 
@@ -14,14 +15,19 @@ PAPER_ROWS = {"NAC": "LSTM + NAC", "NALU": "LSTM + NALU"}
 
 
 def _g3(value):
-    """3 significant digits, trailing zeros kept; no exponent from 1,000 up."""
+    """3 significant digits, trailing zeros kept; no exponent from 1,000 up;
+    "–" for a metric over no examples (None)."""
+    if value is None:
+        return "–"
     if abs(value) >= 1000:
         return f"{float(f'{value:.3g}'):.0f}"
     return f"{value:#.3g}".rstrip(".")
 
 
 def spread(values):
-    """`median [min, max]`, to 3 significant digits."""
+    """`median [min, max]`, to 3 significant digits; "–" if one is absent."""
+    if None in values:
+        return "–"
     return f"{_g3(np.median(values))} [{_g3(min(values))}, {_g3(max(values))}]"
 
 
@@ -152,21 +158,18 @@ def splits():
     below the paper's 0.41, and the median validation MAE that selects;
     the last row all splits' runs together."""
     table, every = [], []
+
+    def row(label, seeds, runs):
+        test = [r["test"] for r in runs]
+        below = f"{sum(t < 0.41 for t in test)}/{len(test)}"
+        validation = _g3(np.median([r["validation"] for r in runs]))
+        table.append([label, seeds, spread(test), below, validation])
+
     for split in SPLIT_SEEDS:
         runs = _split_runs("mse_drop", split)
-        test = [r["test"] for r in runs]
         every += runs
-        table.append(
-            [f"`--seed {split}`", f"{runs[0]['seed']}-{runs[-1]['seed']}",
-             spread(test), f"{sum(t < 0.41 for t in test)}/{len(test)}",
-             _g3(np.median([r["validation"] for r in runs]))]
-        )  # fmt: skip
-    test = [r["test"] for r in every]
-    table.append(
-        [f"all {len(SPLIT_SEEDS)} splits", f"{len(every)} runs", spread(test),
-         f"{sum(t < 0.41 for t in test)}/{len(test)}",
-         _g3(np.median([r["validation"] for r in every]))]
-    )  # fmt: skip
+        row(f"`--seed {split}`", f"{runs[0]['seed']}-{runs[-1]['seed']}", runs)
+    row(f"all {len(SPLIT_SEEDS)} splits", f"{len(every)} runs", every)
     header = ["split", "seeds", "test MAE", "below 0.41", "validation MAE"]
     return "\n".join(markdown_table(header, table))
 
@@ -178,18 +181,14 @@ def protocols():
     table = []
     for protocol in PROTOCOLS:
         loss, drop = protocol.split("_")
-        cells = []
-        for split in PROTOCOL_SPLITS:
-            runs = _split_runs(protocol, split)
-            cells.append(spread([r["validation"] for r in runs]))
-        runs = [r for s in PROTOCOL_SPLITS for r in _split_runs(protocol, s)]
-        table.append(
-            [loss.upper(), "x0.1 at 20,000" if drop == "drop" else "none", *cells,
-             _g3(np.median([r["validation"] for r in runs])),
-             _g3(np.median([r["test"] for r in runs]))]
-        )  # fmt: skip
-    header = ["loss", "lr drop", *(f"validation, split {s}" for s in PROTOCOL_SPLITS),
-              "validation, both", "test, both (after)"]  # fmt: skip
+        each = [_split_runs(protocol, split) for split in PROTOCOL_SPLITS]
+        cells = [spread([r["validation"] for r in runs]) for runs in each]
+        runs = [r for split_runs in each for r in split_runs]
+        both = [_g3(np.median([r[k] for r in runs])) for k in ("validation", "test")]
+        lr_drop = "x0.1 at 20,000" if drop == "drop" else "none"
+        table.append([loss.upper(), lr_drop, *cells, *both])
+    splits = [f"validation, split {s}" for s in PROTOCOL_SPLITS]
+    header = ["loss", "lr drop", *splits, "validation, both", "test, both (after)"]
     return "\n".join(markdown_table(header, table))
 
 
@@ -201,17 +200,13 @@ def served():
     check: served from a process without keras_nalu), each phrase's number,
     what it served and whether it is within 0.5."""
     check = record(RECOMMENDED)["served_check"]
+    found = zip(check["phrases"], check["values"], check["served"], strict=True)
     table = [
-        [f"`{phrase!r}`", f"{number:g}", f"{value:.2f}",
-         "yes" if abs(value - number) <= 0.5 else "**no**"]
-        for phrase, number, value in zip(
-            check["phrases"], check["values"], check["served"], strict=True
-        )
-    ]  # fmt: skip
-    table.append(
-        ["", "", f"{check['within']}/{len(table)} within 0.5",
-         f"{check['flagged']}/5 invalid flagged"]
-    )  # fmt: skip
+        [f"`{p!r}`", f"{n:g}", f"{v:.2f}", "yes" if abs(v - n) <= 0.5 else "**no**"]
+        for p, n, v in found
+    ]
+    within = f"{check['within']}/{len(table)} within 0.5"
+    table.append(["", "", within, f"{check['flagged']}/5 invalid flagged"])
     return "\n".join(
         markdown_table(["phrase", "number", "served", "within 0.5"], table)
     )
@@ -222,7 +217,7 @@ def served():
 
 
 def run(where):
-    """A run's JSON as `examples/number_translation.py` wrote it: `where` is
+    """A run's JSON as `examples/number_words.py` wrote it: `where` is
     a record's file name in the page's folder, or `FILE:NAME`, the run
     `NAME` of a record that gathers several (under `runs`, or `readings`)."""
     name, _, key = where.partition(":")
@@ -282,8 +277,8 @@ def errors(where, model="LSTM + NALU", steps=True, paper=False, bold=None):
     """`medians` of train, validation and test, then `per_seed`; in bold
     (`bold`) the median test MAE (`test`) or the lowest seed's (`seed`)."""
     test = ("test",) if bold == "test" else ()
-    return [*medians(where, model, paper=paper, bold=test),
-            *per_seed(where, model, steps, bold == "seed")]  # fmt: skip
+    seeds_cell = per_seed(where, model, steps, bold == "seed")
+    return [*medians(where, model, paper=paper, bold=test), *seeds_cell]
 
 
 def wall(where, seconds=False):
@@ -313,16 +308,16 @@ def nan_at(where, model):
     diverged = seeds(where, model)[0]["diverged"]
     if not diverged:
         return ""
-    step, per, epoch = map(int, re.search(
-        r"nan by step (\d+) of (\d+) of epoch (\d+)", diverged).groups())  # fmt: skip
+    found = re.search(r"nan by step (\d+) of (\d+) of epoch (\d+)", diverged)
+    step, per, epoch = map(int, found.groups())
     return f" (NaN at {(epoch - 1) * per + step:,})"
 
 
 def paper_row(blank=0, model="LSTM + NALU", before=0):
     """The paper's Table 3 row of `model`, with `before` blank cells before
     its errors and `blank` after."""
-    return [f"paper ({model})", *[""] * before,
-            *(f"{v:g}" for v in _paper(model).values()), *[""] * blank]  # fmt: skip
+    cells = [f"{v:g}" for v in _paper(model).values()]
+    return [f"paper ({model})", *[""] * before, *cells, *[""] * blank]
 
 
 def table(name):
@@ -344,6 +339,7 @@ TWO_LAYER = "number_translation_two_layer.json:"
 CONFIGURED = "number_translation_configured.json:"
 TOKEN_VALUES = "number_translation_token_values_pilots.json:token values "
 
+# fmt: off
 TABLES = {
     "readings": lambda: (
         ["reading", "command", "train MAE", "validation MAE", "test MAE",
@@ -425,4 +421,5 @@ TABLES = {
                 ("log, 10,000, last-token targets", "log, targets last, 10000 steps"))
         ],
     ),
-}  # fmt: skip
+}
+# fmt: on

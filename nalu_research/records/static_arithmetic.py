@@ -7,6 +7,7 @@ import numpy as np
 
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import record
+from nalu_research.tasks.metrics import rate, solved_at_cell
 
 RECORD = "experiments/static-arithmetic/arithmetic_benchmark_full.json"
 SYMBOLS = {
@@ -31,25 +32,6 @@ def runs(path, model, operation):
         for r in record(path)["runs"]
         if r["model"] == model and r["operation"] == operation
     ]
-
-
-def rate(runs):
-    """`k/n [low, high]`: the runs solved by the strict criterion, with the
-    Wilson 95% interval."""
-    from nalu_research.tasks.metrics import wilson_interval
-
-    wins = sum(r["success"] for r in runs)
-    low, high = wilson_interval(wins, len(runs))
-    return f"{wins}/{len(runs)} [{low:.2f}, {high:.2f}]"
-
-
-def solved_by(runs, iteration):
-    """The fraction of `runs` solved at some evaluation up to `iteration`."""
-    return float(
-        np.mean(
-            [r["solved_at"] is not None and r["solved_at"] <= iteration for r in runs]
-        )
-    )
 
 
 def _table(cell_of, path=RECORD):
@@ -87,14 +69,3 @@ def solved_at():
     sparsity error of the first layer where the model has one."""
 
     return _table(lambda runs, op, model: solved_at_cell(runs))
-
-
-def solved_at_cell(runs):
-    """The median iteration first solved among the solved `runs` (`-`: none),
-    and the median sparsity error of the first layer where it has one."""
-    solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
-    sparsity = [r["sparsity_error"] for r in runs]
-    text = f"{int(np.median(solved))}" if solved else "-"
-    if None not in sparsity:
-        text += f", sparsity {np.median(sparsity):.2g}"
-    return text

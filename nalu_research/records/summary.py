@@ -262,7 +262,7 @@ def _identity():
 
 
 def _feynman():
-    from nalu_research.experiments.feynman import counts as count
+    from nalu_research.experiments.feynman.tables import counts as count
     from nalu_research.records.feynman import RECORD
 
     data = record(RECORD)

@@ -5,7 +5,8 @@ import numpy as np
 
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import division_benchmark, record
-from nalu_research.records.static_arithmetic import runs, solved_by
+from nalu_research.records.static_arithmetic import runs
+from nalu_research.tasks.metrics import solved_by
 
 PAGE = "experiments/units-benchmark/"
 UNITS = PAGE + "units.json"
@@ -351,43 +352,77 @@ def _mse(value):
 # The rows of `variants`: the change, the variants it ran (tensorflow, then
 # jax after `jax:`), a note on the median extrapolation MSE, what happens.
 VARIANT_ROWS = [
-    ("none: the first version (`div_penalty_150k`; on jax `div_penalty_150k_jax`)",
-     ["div_penalty_150k", "jax:div_penalty_150k_jax"], "",
-     "3 seeds on the edge rounded wrong"),
-    ("the NAU's penalty from 170,000 to 180,000: **the recipe** (seeds 0 to 24 of "
-     "`units_realnpu_div.json`, identical run for run to a 25-seed run; "
-     "`div_penalty_170k_jax`)", ["recipe", "jax:div_penalty_170k_jax"], "", ""),
-    ("no learning-rate drop (`div_no_drop`)", ["div_no_drop"], "",
-     "the weights are right but Adam's steps of about 1e-3 around the penalty's "
-     "kink keep them jittering; `snap_weights` makes {snapped} of {seeds} exact, "
-     "as the drop does"),
-    ("the RealNPU's penalty from 150,000 like the NAU's, none holding the "
-     "exponents (`div_exponent_penalty_late`)", ["div_exponent_penalty_late"],
-     " (before the penalty)",
-     "the exponents drift to about 0.9997 and the NAU compensates; the shared "
-     "inputs separate less and the penalty rounds some to 0 (6.8e-05 at 200,000)"),
-    ("exponents drawn by `NAUUniform`, random about ±0.5 (`div_random_exponents`)",
-     ["div_random_exponents"], "",
-     "the constant 1: the penalty rounds the small exponents to 0"),
-    ("exponents started at `(+1, +1)`, a product (`div_product_start`)",
-     ["div_product_start"], "",
-     "the penalty holds the product: the start is the prior"),
-    ("`gated=True`, Heim et al.'s gate started at 0.5 (`div_gated`)", ["div_gated"],
-     "", "the gates close: the constant 1"),
-    ("the NAU's penalty at strength 0.1 or 0.01 instead of 1 "
-     "(`div_nau_strength_0.1`, `_0.01`)",
-     ["div_nau_strength_0.1", "div_nau_strength_0.01"], "",
-     "the same: under Adam the penalty's scale hardly matters once it dominates "
-     "the MSE's gradient; its start does"),
-    ("`NAU(centered_gradient=True)`, what solves a*b above (`div_centered`)",
-     ["div_centered"], "",
-     "the constant 1 by iteration 100,000: the centered gradient loses the means "
-     "that set the hidden sums' scale"),
-    ("NAU started by its default `NAUUniform`, about ±0.24 (`div_default_nau_init`)",
-     ["div_default_nau_init"], " (before the penalty)",
-     "the hidden units start mixed; the penalty rounds them to a wrong split "
-     "(8.3e-05 at 200,000)"),
-]  # fmt: skip
+    (
+        "none: the first version (`div_penalty_150k`; on jax `div_penalty_150k_jax`)",
+        ["div_penalty_150k", "jax:div_penalty_150k_jax"],
+        "",
+        "3 seeds on the edge rounded wrong",
+    ),
+    (
+        "the NAU's penalty from 170,000 to 180,000: **the recipe** (seeds 0 to 24 of "
+        "`units_realnpu_div.json`, identical run for run to a 25-seed run; "
+        "`div_penalty_170k_jax`)",
+        ["recipe", "jax:div_penalty_170k_jax"],
+        "",
+        "",
+    ),
+    (
+        "no learning-rate drop (`div_no_drop`)",
+        ["div_no_drop"],
+        "",
+        "the weights are right but Adam's steps of about 1e-3 around the penalty's "
+        "kink keep them jittering; `snap_weights` makes {snapped} of {seeds} exact, "
+        "as the drop does",
+    ),
+    (
+        "the RealNPU's penalty from 150,000 like the NAU's, none holding the "
+        "exponents (`div_exponent_penalty_late`)",
+        ["div_exponent_penalty_late"],
+        " (before the penalty)",
+        "the exponents drift to about 0.9997 and the NAU compensates; the shared "
+        "inputs separate less and the penalty rounds some to 0 (6.8e-05 at 200,000)",
+    ),
+    (
+        "exponents drawn by `NAUUniform`, random about ±0.5 (`div_random_exponents`)",
+        ["div_random_exponents"],
+        "",
+        "the constant 1: the penalty rounds the small exponents to 0",
+    ),
+    (
+        "exponents started at `(+1, +1)`, a product (`div_product_start`)",
+        ["div_product_start"],
+        "",
+        "the penalty holds the product: the start is the prior",
+    ),
+    (
+        "`gated=True`, Heim et al.'s gate started at 0.5 (`div_gated`)",
+        ["div_gated"],
+        "",
+        "the gates close: the constant 1",
+    ),
+    (
+        "the NAU's penalty at strength 0.1 or 0.01 instead of 1 "
+        "(`div_nau_strength_0.1`, `_0.01`)",
+        ["div_nau_strength_0.1", "div_nau_strength_0.01"],
+        "",
+        "the same: under Adam the penalty's scale hardly matters once it dominates "
+        "the MSE's gradient; its start does",
+    ),
+    (
+        "`NAU(centered_gradient=True)`, what solves a*b above (`div_centered`)",
+        ["div_centered"],
+        "",
+        "the constant 1 by iteration 100,000: the centered gradient loses the means "
+        "that set the hidden sums' scale",
+    ),
+    (
+        "NAU started by its default `NAUUniform`, about ±0.24 (`div_default_nau_init`)",
+        ["div_default_nau_init"],
+        " (before the penalty)",
+        "the hidden units start mixed; the penalty rounds them to a wrong split "
+        "(8.3e-05 at 200,000)",
+    ),
+]
 
 
 def variants():
@@ -406,7 +441,13 @@ def variants():
         cell += "".join(f"; jax {count(r)}" for r in jax)
         median = np.median([r["extrapolation_mse"] for r in tf[0]])
         snapped = sum(bool(r.get("snapped")) for r in tf[0])
-        rows.append([change, cell, _mse(median) + note,
-                     happens.format(snapped=snapped, seeds=len(tf[0]))])  # fmt: skip
+        rows.append(
+            [
+                change,
+                cell,
+                _mse(median) + note,
+                happens.format(snapped=snapped, seeds=len(tf[0])),
+            ]
+        )
     header = ["change", "solved", "median extrapolation MSE", "what happens"]
     return "\n".join(markdown_table(header, rows))

@@ -201,3 +201,14 @@ def _instruction_range(value):
 
 
 gym.register(id=ENV_ID, entry_point=GridWorldTime)
+
+
+def vector_env(episodes, **kwargs):
+    """`episodes` grid worlds in one Gymnasium `SyncVectorEnv`."""
+    return gym.make_vec(
+        ENV_ID,
+        num_envs=episodes,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP},
+        **kwargs,
+    )

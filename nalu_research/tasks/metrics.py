@@ -318,3 +318,31 @@ def sparsity_error(w, exact_values=(-1.0, 0.0, 1.0)):
     # The gap of the interval each weight lies in, the end ones beyond.
     interval = np.clip(np.searchsorted(values, w, side="right") - 1, 0, gaps.size - 1)
     return float(np.max(distance / gaps[interval]))
+
+
+def rate(runs):
+    """`k/n [low, high]`: the runs solved by the strict criterion, with the
+    Wilson 95% interval."""
+    wins = sum(r["success"] for r in runs)
+    low, high = wilson_interval(wins, len(runs))
+    return f"{wins}/{len(runs)} [{low:.2f}, {high:.2f}]"
+
+
+def solved_by(runs, iteration):
+    """The fraction of `runs` solved at some evaluation up to `iteration`."""
+    return float(
+        np.mean(
+            [r["solved_at"] is not None and r["solved_at"] <= iteration for r in runs]
+        )
+    )
+
+
+def solved_at_cell(runs):
+    """The median iteration first solved among the solved `runs` (`-`: none),
+    and the median sparsity error of the first layer where it has one."""
+    solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
+    sparsity = [r["sparsity_error"] for r in runs]
+    text = f"{int(np.median(solved))}" if solved else "-"
+    if None not in sparsity:
+        text += f", sparsity {np.median(sparsity):.2g}"
+    return text

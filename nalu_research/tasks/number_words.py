@@ -258,3 +258,57 @@ class NumberWords:
             values = running_values(text)
             targets[row, : len(values)] = values
         return targets
+
+
+# The served model's check: phrases as people type them, each with its number
+# (case, hyphens, spaces, "a hundred", with and without "and", round hundreds),
+# and phrases the served model must flag invalid. A fixed list, so that every
+# exported model's score reads the same way.
+TYPED_PHRASES = {
+    "three hundred": 300,
+    "one hundred": 100,
+    "a hundred and five": 105,
+    "forty-two": 42,
+    "Forty Two": 42,
+    "five hundred eleven": 511,
+    "nine hundred ninety nine": 999,
+    "two hundred and twelve": 212,
+    "  seven   hundred and two ": 702,
+    "eighty-eight": 88,
+    "nineteen": 19,
+    "six hundred and thirty": 630,
+    "zero": 0,
+    "nine hundred and ninety-nine": 999,
+    "Two Hundred Twelve": 212,
+}
+INVALID_PHRASES = ("", "seven banana", "one thousand", "eleven hundred", "hundred and")
+WITHIN = 0.5  # how far from its number a typed phrase may be served
+
+
+def served_phrases():
+    """The phrases of the served model's check: `TYPED_PHRASES`, then
+    `INVALID_PHRASES`."""
+    return [*TYPED_PHRASES, *INVALID_PHRASES]
+
+
+def served_check(value, valid):
+    """The served model's check from what a client of the SavedModel got for
+    `served_phrases()` (`value`, `valid`): how many typed phrases are valid
+    and within `WITHIN` of their number, how many invalid ones are flagged.
+    Returns `{"phrases", "values", "served", "within", "flagged"}`.
+
+    >>> served_check([300.2] + [0.0] * 19, [True] * 15 + [False] * 5)["within"]
+    2
+    """
+    numbers = np.array(list(TYPED_PHRASES.values()), np.float64)
+    typed = len(TYPED_PHRASES)
+    served = np.asarray(value, np.float64)[:typed]
+    valid = np.asarray(valid, bool)
+    within = int(np.sum(valid[:typed] & (np.abs(served - numbers) <= WITHIN)))
+    return {
+        "phrases": list(TYPED_PHRASES),
+        "values": numbers.tolist(),
+        "served": served.tolist(),
+        "within": within,
+        "flagged": int(np.sum(~valid[typed:])),
+    }

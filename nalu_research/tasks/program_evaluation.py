@@ -36,10 +36,12 @@ import numpy as np
 
 from keras_nalu import validation
 
+# fmt: off
 TOKENS = (
     "SET", "ADD", "SUB", "IF_LT", "IF_GT",
     "THEN_ADD", "THEN_SUB", "ELSE_ADD", "ELSE_SUB",
-)  # fmt: skip
+)
+# fmt: on
 TASKS = ("addition", "program")
 SPLITS = {"train": (0, 100), "validation": (100, 1000), "test": (1000, 10000)}
 

@@ -20,17 +20,21 @@ from nalu_research import paper
 
 # The paper's operations, each a target of the one mechanism (`Target`): an
 # expression of the sums `a` and `b`.
+# fmt: off
 TARGETS = {
     "add": "a + b", "sub": "a - b", "mul": "a*b",
     "div": "a/b", "square": "a**2", "sqrt": "sqrt(a)",
-}  # fmt: skip
+}
+# fmt: on
 
 # The tables' names of the paper's operations (any other target is named by
 # its expression).
+# fmt: off
 SYMBOLS = {
     "add": "a+b", "sub": "a-b", "mul": "a*b",
     "div": "a/b", "square": "a^2", "sqrt": "sqrt(a)",
-}  # fmt: skip
+}
+# fmt: on
 
 _A, _B = sympy.symbols("a b")
 # The functions a target may apply, as SymPy parses them and as the graph
@@ -50,6 +54,7 @@ _CONSTANTS = {"pi": (sympy.pi, float(sympy.pi)), "E": (sympy.E, float(sympy.E))}
 # What the text of a target may name: a, b, the functions and constants, and
 # the classes SymPy's parser writes numbers and names with. No Python
 # builtins: `parse_expr` evaluates the text as Python.
+# fmt: off
 _NAMES = {
     **{name: sympy_name for name, (sympy_name, _) in _FUNCTIONS.items()},
     **{name: sympy_name for name, (sympy_name, _) in _CONSTANTS.items()},
@@ -57,7 +62,8 @@ _NAMES = {
     **{name: getattr(sympy, name)
        for name in ("Integer", "Float", "Rational", "Symbol", "Function")},
     "__builtins__": {},
-}  # fmt: skip
+}
+# fmt: on
 _KERAS = {
     **{name: keras_fn for name, (_, keras_fn) in _FUNCTIONS.items()},
     **{name: value for name, (_, value) in _CONSTANTS.items()},
@@ -241,6 +247,7 @@ PAPER_TABLE_1 = paper.table("table_1_static")
 # iterations, the strict criterion): the fraction of seeds solved by each
 # iteration, per model of `nalu_research.seed_batched.UNIT_MODELS` and
 # operation. Every unit solved a/b on none of its seeds.
+# fmt: off
 MADSEN_JOHANSEN_SOLVED_BY = {
     "nau": {"add": {50_000: 0.94, 200_000: 0.94, 1_000_000: 0.94,
                     2_000_000: 0.97, 5_000_000: 1.00}},
@@ -248,7 +255,8 @@ MADSEN_JOHANSEN_SOLVED_BY = {
                     2_000_000: 0.92, 5_000_000: 0.98},
             "div": {50_000: 0.0, 200_000: 0.0, 1_000_000: 0.0,
                     2_000_000: 0.0, 5_000_000: 0.0}},
-}  # fmt: skip
+}
+# fmt: on
 
 
 class StaticArithmetic:

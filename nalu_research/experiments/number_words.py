@@ -2,25 +2,12 @@
 
 English number expressions of 0 to 999 ("five hundred and fifteen") are
 translated into numbers (515). The paper's split: 169 training numbers (0-19
-and a random sample covering every token), 200 validation, 631 test. Every
-model embeds the tokens, encodes them with one LSTM and reads a number out of
-each step's LSTM output: the summed-states LSTM of Appendix D (a linear
-readout of the sum of the states so far), a NAC or a NALU. The loss is on the
-last token's prediction; the readout at earlier tokens is Figure 3's view.
-Other readings of the text: `--readout recurrent` makes the NAC or NALU a
-recurrent cell with its previous prediction as one more input (as Madsen &
-Johansen's stable-nalu builds the task), `--readout two-layer` reads each step
-through two layers of the unit (a hidden one as wide as the LSTM, as the
-paper's Section 4.1 stacks them), `--readout configured` keeps a running
-value that a NALU configured by the LSTM updates with a learned number per
-token (the paper's Section 4.4 cell), and `--targets prefix` puts the loss
-on every token's prediction against the value of the words read so far.
-`--readout pairs` is not the paper's model: no LSTM, a NAC or NALU reads each
-pair of adjacent words' embeddings (the last word paired with the end of the
-phrase) and the number is the sum of its outputs, `y = sum_i NALU([e_i;
-e_i+1])`, the model of the public re-implementations that report a test MAE
-below 1 (kerryeon/nalu, nkarasovd/Neural_Arithmetic_Logic_Units); its
-`--sizes` are the embedding's.
+and a random sample covering every token), 200 validation, 631 test. The
+models (`nalu_research.models.number_words`, by `--readout`) embed the
+tokens, encode them with one LSTM and read a number out of each step. The loss
+is on the last token's prediction (`--targets prefix`: on every token's,
+against the value of the words read so far); the readout at earlier tokens is
+Figure 3's view.
 
 Model selection as in Appendix D: layer size {16, 32} x learning rate {0.01,
 0.001}, Adam on the whole training set, several seeds each. A configuration is
@@ -46,8 +33,8 @@ interruption and every run resumes where it stopped, with the results of an
 uninterrupted run. `--strategy mirrored|multi-worker` trains on the local
 devices or on the hosts of `TF_CONFIG`.
 
-    python examples/number_translation.py
-    python examples/number_translation.py --quick   # a smoke run
+    python examples/number_words.py
+    python examples/number_words.py --quick   # a smoke run
 """
 
 import time
@@ -55,7 +42,6 @@ import time
 import keras
 import numpy as np
 
-from keras_nalu import NAC, NALU, NACCell, NALUCell
 from nalu_research import side_by_side
 from nalu_research.arguments import (
     RUN_OPTIONS,
@@ -66,172 +52,32 @@ from nalu_research.arguments import (
 )
 from nalu_research.arguments import learning_rate as scheduled
 from nalu_research.experiment import Experiment, Session
-from nalu_research.layers import (
-    CheckedTokens,
-    LastToken,
-    LSTMConfiguredNALUCell,
-    NextTokens,
-    SummedStates,
+from nalu_research.layers import LastToken
+from nalu_research.models.number_words import (
+    MODELS,
+    READOUTS,
+    TARGETS,
+    TOKEN_VALUES,
+    KeepBest,
+    build_side_by_side,
+    metric,
+    model_name,
+    per_token_loss,
+    text_model,
 )
 from nalu_research.monitoring import markdown_table
 from nalu_research.runs import steps_per_execution
 from nalu_research.serving import Export
-from nalu_research.side_by_side import output_name, seeded
 from nalu_research.tasks.number_words import (
-    LARGEST,
-    MAX_LENGTH,
+    INVALID_PHRASES,
     PAPER_FIGURE_3,
     PAPER_TABLE_3,
-    VOCABULARY,
+    WITHIN,
     NumberWords,
     encode,
-    number_to_words,
+    served_check,
+    served_phrases,
 )
-
-MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
-
-
-def model_name(kind, readout):
-    """The name of a model's rows: `MODELS[kind]`, or with the pair readout,
-    which has no LSTM, "NALU over word pairs" (the paper's row beside it is
-    still `MODELS[kind]`'s)."""
-    if kind != "lstm" and readout == "pairs":
-        return f"{kind.upper()} over word pairs"
-    return MODELS[kind]
-
-
-# How the NAC or NALU reads the LSTM (`--readout`): on each step's output
-# alone; as a recurrent cell whose previous prediction is one more input
-# (Madsen & Johansen's stable-nalu reading of the task); on each step's
-# output through a hidden layer of the same unit as wide as the LSTM (the
-# two-layer units of the paper's Section 4.1); or as a NALU configured by the
-# LSTM (the paper's Section 4.4 cell, `LSTMConfiguredNALUCell`), a running
-# value on which each token's LSTM output picks what to do with a learned
-# number per token; or, with no LSTM, on each pair of adjacent words'
-# embeddings, summed (not the paper's model: the public re-implementations'
-# that report a test MAE below 1). The kinds each readout has.
-READOUTS = {
-    "step": {"nac": NAC, "nalu": NALU},
-    "recurrent": {
-        "nac": lambda units: keras.layers.RNN(NACCell(units), return_sequences=True),
-        "nalu": lambda units: keras.layers.RNN(NALUCell(units), return_sequences=True),
-    },
-    "two-layer": {"nac": NAC, "nalu": NALU},
-    "configured": {"nalu": LSTMConfiguredNALUCell},
-    "pairs": {"nac": NAC, "nalu": NALU},
-}
-# What the loss reads (`--targets`): the last token's prediction against the
-# number, or every token's against the value of the words read so far.
-TARGETS = ("last", "prefix")
-# How the configured readout's number per token is parameterized
-# (`--token-values`): "log", `exp` of an embedding of width 1, so that Adam
-# moves each number by about a fixed factor per step (1 to 100 in about 500
-# steps at lr 0.01); "linear", the embedding itself, moved by about the
-# learning rate per step (1 to 100 in about 10,000 steps).
-TOKEN_VALUES = ("log", "linear")
-
-
-def build_branch(
-    ids, kind, size, embedding_size=None, readout="step", token_values="log"
-):
-    """Per-token predictions `(batch, T)` of one model on token `ids`: an
-    embedding of `embedding_size` (default `size`), an LSTM of `size`, and
-    the `readout` (`READOUTS`) of a NAC or NALU (the LSTM's is always the
-    linear readout of its summed states); `"two-layer"` puts a layer of
-    `size` of the same unit before it; with `"configured"` the LSTM is the
-    controller of an `LSTMConfiguredNALUCell` whose numbers are a second
-    embedding, of width 1, read as it is (`token_values="linear"`) or through
-    `exp` (`"log"`, `TOKEN_VALUES`); with `"pairs"` there is no LSTM: a
-    unit reads each token's embedding (of `embedding_size`, default `size`)
-    beside the next token's (the padding's, id 0, after the last token) and
-    the prediction at a token is the sum of the unit's outputs so far."""
-    # No mask: padding follows the last token, which the loss reads, and
-    # SummedStates masks it out itself.
-    embed = keras.layers.Embedding(len(VOCABULARY) + 2, embedding_size or size)
-    if kind != "lstm" and readout == "pairs":
-        pairs = keras.layers.Concatenate()([embed(ids), embed(NextTokens()(ids))])
-        prediction = SummedStates()([READOUTS[readout][kind](1)(pairs), ids])
-        return keras.layers.Reshape((-1,))(prediction)
-    x = embed(ids)
-    if kind != "lstm" and readout == "configured":  # the LSTM is the controller
-        values = keras.layers.Embedding(len(VOCABULARY) + 2, 1)(ids)
-        if token_values == "log":
-            values = keras.layers.Activation("exponential")(values)
-        cell = READOUTS[readout][kind](1, size)
-        prediction = keras.layers.RNN(cell, return_sequences=True)(
-            keras.layers.Concatenate()([values, x])
-        )
-        return keras.layers.Reshape((-1,))(prediction)
-    h = keras.layers.LSTM(size, return_sequences=True)(x)
-    if kind == "lstm":
-        prediction = keras.layers.Dense(1)(SummedStates()([h, ids]))
-    else:
-        unit = READOUTS[readout][kind]
-        if readout == "two-layer":
-            h = unit(size)(h)
-        prediction = unit(1)(h)
-    return keras.layers.Reshape((-1,))(prediction)
-
-
-def per_token_loss(kind):
-    """The loss of `--targets prefix`: `kind` ("mae" or "mse") between each
-    token's prediction and target, averaged over a phrase's tokens (its
-    targets are NaN after its last word, `NumberWords.prefix_targets`)."""
-
-    def loss(y_true, y_pred):
-        ops = keras.ops
-        valid = ops.logical_not(ops.isnan(y_true))
-        error = ops.where(valid, y_pred - ops.where(valid, y_true, 0.0), 0.0)
-        error = ops.abs(error) if kind == "mae" else ops.square(error)
-        return ops.sum(error, axis=-1) / ops.sum(ops.cast(valid, error.dtype), axis=-1)
-
-    loss.__name__ = f"per_token_{kind}"
-    return loss
-
-
-def build_models(
-    kind, size, seeds, embedding_size=None, readout="step", token_values="log"
-):
-    """One model per seed, each initialized as if built alone after
-    `keras.utils.set_random_seed(seed)`: `[(steps_model, model), ...]`, token
-    ids -> per-token predictions and -> the last token's (the one trained)."""
-    ids = keras.Input((None,), dtype="int32", name="ids")
-
-    def build(seed):
-        steps = build_branch(ids, kind, size, embedding_size, readout, token_values)
-        last = LastToken(name=output_name(seed))([steps, ids])
-        return (
-            keras.Model(ids, steps, name=f"{kind}_steps_{seed}"),
-            keras.Model(ids, last, name=f"{kind}_{seed}"),
-        )
-
-    return seeded(build, seeds)
-
-
-def build_side_by_side(
-    kind,
-    size,
-    seeds,
-    embedding_size=None,
-    readout="step",
-    targets="last",
-    token_values="log",
-):
-    """`(model, models)`: the model that trains the seeds' models side by side
-    (token ids -> each seed's predictions, a list of them, or one for one
-    seed: the last token's `(batch,)` with `targets="last"`, every token's
-    `(batch, T)` with `"prefix"`) and `build_models(kind, size, seeds,
-    embedding_size, readout, token_values)`."""
-    models = build_models(kind, size, seeds, embedding_size, readout, token_values)
-    ids = models[0][1].inputs[0]
-    if targets == "prefix":  # named as the last token's, for the logs
-        outputs = [
-            keras.layers.Identity(name=output_name(seed))(steps.outputs[0])
-            for seed, (steps, _) in zip(seeds, models, strict=True)
-        ]
-    else:
-        outputs = [model.outputs[0] for _, model in models]
-    return keras.Model(ids, outputs[0] if len(seeds) == 1 else outputs), models
 
 
 def mae(model, ids, y):
@@ -239,8 +85,16 @@ def mae(model, ids, y):
     return float(np.mean(np.abs(prediction.astype(np.float64) - y)))
 
 
+def text_of(value, spec=".3f"):
+    """`value` written to `spec`; "–" for a metric over no examples (None)."""
+    return "–" if value is None else format(value, spec)
+
+
 def spread(values):
-    """`"median [min, max]"` of `values`, to 3 significant digits."""
+    """`"median [min, max]"` of `values`, to 3 significant digits; "–" where
+    they are absent (a metric over no examples)."""
+    if None in values:
+        return "–"
     return f"{np.median(values):.3g} [{min(values):.3g}, {max(values):.3g}]"
 
 
@@ -266,13 +120,16 @@ def print_lone_word_errors(task, after_lone, chosen):
 def lone_word_errors(model, data, after_lone):
     """The test MAE split in two (`NumberWords.after_lone_words`): on the
     phrases that use a word training shows only alone (`"test_lone"`) and
-    on the others (`"test_other"`); NaN for a part with no phrase (a split
-    whose training set uses every word beside others)."""
+    on the others (`"test_other"`), each with its count of phrases
+    (`"test_lone_count"`, `"test_other_count"`). A part with no phrase (a
+    split whose training set uses every word beside others) has no error:
+    None, with its count 0, not NaN (which would read as a divergence)."""
     ids, y = data["test"]
-    return {
-        key: mae(model, ids[rows], y[rows]) if rows.any() else float("nan")
-        for key, rows in (("test_lone", after_lone), ("test_other", ~after_lone))
-    }
+    errors = {}
+    for key, rows in (("test_lone", after_lone), ("test_other", ~after_lone)):
+        errors[key] = mae(model, ids[rows], y[rows]) if rows.any() else None
+        errors[f"{key}_count"] = int(rows.sum())
+    return errors
 
 
 # The task's splits, and those evaluated after every epoch (the validation
@@ -287,12 +144,6 @@ def evaluated(args):
     return ("validation", "test") if args.log_test else ("validation",)
 
 
-def metric(split, seed):
-    """The name of a seed's MAE on `split` in the epoch's logs (and the
-    TensorBoard tag): `validation_mae/seed_1`."""
-    return f"{split}_mae/{output_name(seed)}"
-
-
 def seed_errors(seeds, data, splits=("validation",)):
     """`Evaluation`: each seed's MAE on `splits` (`metric`),
     from one call of the side-by-side model (one output per seed)."""
@@ -305,61 +156,6 @@ def seed_errors(seeds, data, splits=("validation",)):
 
     splits = {split: data[split] for split in splits}
     return side_by_side.seed_errors(seeds, splits, error, metric)
-
-
-class KeepBest(keras.callbacks.Callback):
-    """After every epoch (`eval_every` steps), keeps each seed's weights of its
-    best validation MAE, read from the epoch's logs (`seed_errors`, which
-    comes before it in the callbacks); `restore()` puts them back when
-    training is done.
-
-    Its state goes into the run's checkpoint (`get_checkpoint_state`), so a
-    resumed run keeps the weights and steps an uninterrupted one would.
-    """
-
-    def __init__(self, seeds, eval_every):
-        super().__init__()
-        self.seeds, self.eval_every = list(seeds), eval_every
-        self.watch([])
-
-    def watch(self, models):
-        """Starts keeping the best weights of `models` (the seeds' models)."""
-        self.models = models
-        self.best = [np.inf] * len(models)
-        self.best_weights = [None] * len(models)
-        self.best_step = [0] * len(models)
-
-    def on_epoch_end(self, epoch, logs=None):
-        step = (epoch + 1) * self.eval_every
-        for i, model in enumerate(self.models):
-            error = logs[metric("validation", self.seeds[i])]
-            if np.isfinite(error) and error < self.best[i]:
-                self.best[i], self.best_step[i] = error, step
-                self.best_weights[i] = model.get_weights()
-
-    def restore(self):
-        for model, weights in zip(self.models, self.best_weights, strict=True):
-            if weights is not None:
-                model.set_weights(weights)
-
-    def get_checkpoint_state(self):
-        state = {
-            "best": np.array(self.best, np.float64),
-            "best_step": np.array(self.best_step, np.int64),
-        }
-        for i, weights in enumerate(self.best_weights):
-            for j, weight in enumerate(weights or []):
-                state[f"weights_{i}_{j}"] = weight
-        return state
-
-    def set_checkpoint_state(self, state):
-        self.best = [float(v) for v in state["best"]]
-        self.best_step = [int(v) for v in state["best_step"]]
-        for i, model in enumerate(self.models):
-            if f"weights_{i}_0" in state:
-                self.best_weights[i] = [
-                    state[f"weights_{i}_{j}"] for j in range(len(model.weights))
-                ]
 
 
 def train_config(
@@ -461,16 +257,8 @@ def train_config(
 
 # Arguments that do not change a run's results: a checkpoint resumes across them.
 IGNORED = (
-    "seeds",
-    "sizes",
-    "learning_rates",
-    "models",
-    "quick",
-    "log_test",
-    "export_dir",
-    "no_export",
-    "json",
-    "png",
+    *"seeds sizes learning_rates models quick log_test".split(),
+    *"export_dir no_export json png".split(),
     *RUN_OPTIONS,
 )
 
@@ -481,7 +269,7 @@ def lowest_validation(runs):
     return [np.nan_to_num(run[0]["validation"], nan=np.inf) for run in runs]
 
 
-class NumberTranslation(Experiment):
+class NumberWordsExperiment(Experiment):
     # Its --help description: the module docstring's first paragraph.
 
     arguments = {
@@ -496,9 +284,9 @@ class NumberTranslation(Experiment):
         "eval_every": 500,
         "learning_rate_drop": None,
     }
-    record_path = "results/number_translation.json"
+    record_path = "results/number_words.json"
     checkpoints = True
-    export_path = "saved_models/number_translation"
+    export_path = "saved_models/number_words"
     run_unit = "configuration"
 
     def add_arguments(self, parser):
@@ -626,8 +414,8 @@ class NumberTranslation(Experiment):
                 f"train {errors['train']:.3f}, validation "
                 f"{errors['validation']:.3f}, test {errors['test']:.3f} "
                 f"MAE (best at step {errors['best_step']}; test "
-                f"{errors['test_lone']:.3f} on the {after_lone.sum()} "
-                f"phrases after lone words, {errors['test_other']:.3f} "
+                f"{text_of(errors['test_lone'])} on the {after_lone.sum()} "
+                f"phrases after lone words, {text_of(errors['test_other'])} "
                 "on the others)" + (" (diverged)" if errors["diverged"] else ""),
                 flush=True,
             )
@@ -703,7 +491,16 @@ class NumberTranslation(Experiment):
             f"(verified); tf.saved_model.load(path).serve({SERVED_PHRASES}): value "
             f"{np.round(value[:shown], 2).tolist()}, valid {valid[:shown]}"
         )
-        self.served_check = served_check(value[shown:], valid[shown:])
+        check = self.served_check = served_check(value[shown:], valid[shown:])
+        print(
+            f"Served {check['within']}/{len(check['phrases'])} typed phrases within "
+            f"{WITHIN} of their number and flagged {check['flagged']}/"
+            f"{len(INVALID_PHRASES)} invalid ones: "
+            + ", ".join(
+                f"{p!r} {v:.2f}"
+                for p, v in zip(check["phrases"], check["served"], strict=True)
+            )
+        )
         if args.readout != "pairs":
             print(
                 "This is the paper's model. The model the docs recommend (a NALU over "
@@ -763,32 +560,21 @@ class NumberTranslation(Experiment):
 
 def describe(args, data, seeds):
     """The line that says what the runs are."""
+    grid = "embedding" if args.readout == "pairs" else "LSTM"
+    embeddings = args.embedding_size and f" (embeddings of {args.embedding_size})"
+    drop = args.learning_rate_drop and ", learning rate x{1:g} after step {0}".format(
+        *args.learning_rate_drop
+    )
+    read = (
+        "every token's running value" if args.targets == "prefix" else "the last token"
+    )
     return (
         f"Number words 0-999, split seed {args.seed}: "
         + ", ".join(f"{len(data[s][1])} {s}" for s in data)
-        + f". Grid: {'embedding' if args.readout == 'pairs' else 'LSTM'} sizes "
-        f"{args.sizes} x learning rates {args.learning_rates}"
-        + (
-            ""
-            if args.embedding_size is None
-            else f" (embeddings of {args.embedding_size})"
-        )
-        + ", "
-        + f"seeds {seeds}; {args.steps} full-batch Adam steps per run"
-        + (
-            ", learning rate x{1:g} after step {0}".format(*args.learning_rate_drop)
-            if args.learning_rate_drop
-            else ""
-        )
-        + ", "
-        f"{args.loss.upper()} loss on "
-        + (
-            "every token's running value"
-            if args.targets == "prefix"
-            else "the last token"
-        )
-        + f", {args.readout} readout, validation every "
-        f"{args.eval_every} steps (best kept).\n"
+        + f". Grid: {grid} sizes {args.sizes} x learning rates {args.learning_rates}"
+        f"{embeddings or ''}, seeds {seeds}; {args.steps} full-batch Adam steps per "
+        f"run{drop or ''}, {args.loss.upper()} loss on {read}, {args.readout} "
+        f"readout, validation every {args.eval_every} steps (best kept).\n"
     )
 
 
@@ -849,175 +635,15 @@ def figure_3(steps_model, model):
     return figure
 
 
-def normalize_phrases(text):
-    """Strings as people type them -> the spelling the model was trained on.
-
-    Lower case; hyphens and other punctuation as spaces ("forty-two"); runs
-    of spaces as one, none at the ends; "a hundred" as "one hundred"; and
-    the British "and" after "hundred" where a number follows without it
-    ("five hundred eleven" -> "five hundred and eleven"). In TensorFlow's
-    graph, so that a client of the SavedModel gets the same.
-
-    Example:
-
-    >>> import numpy as np
-    >>> from nalu_research.experiments.number_translation import normalize_phrases
-    >>> [t.decode() for t in normalize_phrases(np.array(
-    ...     ["  Forty-Two ", "a hundred five", "nine hundred and ninety-nine"]
-    ... )).numpy()]
-    ['forty two', 'one hundred and five', 'nine hundred and ninety nine']
-    """
-    import tensorflow as tf
-
-    text = tf.strings.lower(text)
-    text = tf.strings.regex_replace(text, r"[^a-z]+", " ")
-    text = tf.strings.strip(text)
-    text = tf.strings.regex_replace(text, r"^a hundred\b", "one hundred")
-    # RE2 has no lookahead: add "and" after every "hundred" followed by a
-    # word, then take back the doubled one.
-    text = tf.strings.regex_replace(text, r"hundred ([a-z])", r"hundred and \1")
-    return tf.strings.regex_replace(text, r"hundred and and ", "hundred and ")
-
-
-@keras.saving.register_keras_serializable(package="nalu_research")
-class NormalizePhrases(keras.layers.Layer):
-    """`normalize_phrases` as a layer of the served model: strings in, strings
-    out (TensorFlow only, as `TextVectorization`)."""
-
-    def call(self, inputs):
-        return normalize_phrases(inputs)
-
-    def compute_output_spec(self, inputs):
-        return keras.KerasTensor(inputs.shape, dtype="string")
-
-
-def text_model(model):
-    """The served model: a batch of strings -> a dict that says which were read.
-
-    `model` maps token ids `(batch, T)` to the last token's prediction
-    `(batch,)` (`build_models`). The strings are normalized and tokenized
-    inside the graph (`normalize_phrases`, then `TextVectorization` over
-    `VOCABULARY`: 0 pads, 1 is an unknown word), checked by `CheckedTokens`
-    and against the grammar (the 1,000 spellings). Outputs, each of shape
-    `(batch,)`:
-
-    - `value`: float32, the prediction, NaN when the phrase is not valid;
-    - `valid`: bool, the phrase, normalized (`normalize_phrases`: case,
-      hyphens, spaces, "a hundred", an optional "and"), spells a number of
-      0-999;
-    - `tokens`: int32, the words of the phrase;
-    - `unknown_tokens`: int32, its words outside `VOCABULARY`.
-
-    `model` reads at most `MAX_LENGTH` tokens and one padding step: a phrase
-    of 500 words costs it no more than a valid one, a batch of empty phrases
-    still runs, and a valid phrase gets the prediction `model` gives its ids.
-
-    Example:
-
-    >>> from nalu_research.experiments.number_translation import (
-    ...     build_models, text_model)
-    >>> ((_, model),) = build_models("nalu", 4, [0])
-    >>> out = text_model(model)(np.array(["nine", "zzz qqq", ""]))
-    >>> {k: keras.ops.convert_to_numpy(out[k]).tolist()
-    ...  for k in ("valid", "tokens", "unknown_tokens")}
-    {'valid': [True, False, False], 'tokens': [1, 2, 0], 'unknown_tokens': [0, 2, 0]}
-    >>> np.isnan(keras.ops.convert_to_numpy(out["value"])).tolist()
-    [False, True, True]
-    """
-    text = keras.Input((), dtype="string", name="text")
-    phrase = NormalizePhrases(name="normalize")(text)
-    vectorize = keras.layers.TextVectorization(
-        vocabulary=list(VOCABULARY),
-        standardize=None,
-        split="whitespace",
-        output_mode="int",
-        name="tokenize",
-    )
-    checked = CheckedTokens(MAX_LENGTH, name="check")(vectorize(phrase))
-    # The grammar: a valid phrase is the spelling of a number of 0-999 (index
-    # 0 of the lookup is every other string, "eleven hundred" among them).
-    spelled = keras.layers.StringLookup(
-        vocabulary=[number_to_words(n) for n in range(LARGEST + 1)],
-        num_oov_indices=1,
-        name="grammar",
-    )(phrase)
-    valid = keras.ops.logical_and(checked["valid"], keras.ops.greater(spelled, 0))
-    prediction = model(checked["ids"])
-    value = keras.ops.where(valid, prediction, keras.ops.full_like(prediction, np.nan))
-    outputs = {
-        "value": value,
-        "valid": valid,
-        "tokens": checked["tokens"],
-        "unknown_tokens": checked["unknown_tokens"],
-    }
-    return keras.Model(text, outputs, name="number_words")
-
-
 # The phrases whose served values the export prints.
 SERVED_PHRASES = ["five hundred and fifteen", "nine", "zzz"]
 # The command that trains and exports the model the docs recommend.
 RECOMMENDED = (
-    "python examples/number_translation.py --readout pairs --models nalu "
+    "python examples/number_words.py --readout pairs --models nalu "
     "--sizes 16 --learning-rates 0.01 --seeds 10 --steps 30000 --eval-every 1000 "
     "--loss mse --learning-rate-drop 20000 0.1"
 )
-# The served model's check: phrases as people type them, each with its number
-# (case, hyphens, spaces, "a hundred", with and without "and", round hundreds),
-# and phrases the served model must flag invalid. A fixed list, so that every
-# exported model's score reads the same way.
-TYPED_PHRASES = {
-    "three hundred": 300,
-    "one hundred": 100,
-    "a hundred and five": 105,
-    "forty-two": 42,
-    "Forty Two": 42,
-    "five hundred eleven": 511,
-    "nine hundred ninety nine": 999,
-    "two hundred and twelve": 212,
-    "  seven   hundred and two ": 702,
-    "eighty-eight": 88,
-    "nineteen": 19,
-    "six hundred and thirty": 630,
-    "zero": 0,
-    "nine hundred and ninety-nine": 999,
-    "Two Hundred Twelve": 212,
-}
-INVALID_PHRASES = ("", "seven banana", "one thousand", "eleven hundred", "hundred and")
-WITHIN = 0.5  # how far from its number a typed phrase may be served
-
-
-def served_phrases():
-    """The phrases of the served model's check: `TYPED_PHRASES`, then
-    `INVALID_PHRASES`."""
-    return [*TYPED_PHRASES, *INVALID_PHRASES]
-
-
-def served_check(value, valid):
-    """The served model's check from what a client of the SavedModel got for
-    `served_phrases()`: how many typed phrases are valid and within `WITHIN`
-    of their number, how many invalid ones are flagged. Prints and returns
-    `{"phrases", "values", "served", "within", "flagged"}`."""
-    numbers = np.array(list(TYPED_PHRASES.values()), np.float64)
-    typed = len(TYPED_PHRASES)
-    served = np.asarray(value, np.float64)[:typed]
-    valid = np.asarray(valid, bool)
-    within = int(np.sum(valid[:typed] & (np.abs(served - numbers) <= WITHIN)))
-    flagged = int(np.sum(~valid[typed:]))
-    print(
-        f"Served {within}/{typed} typed phrases within {WITHIN} of their number "
-        f"and flagged {flagged}/{len(INVALID_PHRASES)} invalid ones: "
-        + ", ".join(
-            f"{p!r} {v:.2f}" for p, v in zip(TYPED_PHRASES, served, strict=True)
-        )
-    )
-    return {
-        "phrases": list(TYPED_PHRASES),
-        "values": numbers.tolist(),
-        "served": served.tolist(),
-        "within": within,
-        "flagged": flagged,
-    }
 
 
 def main(argv=None):
-    return NumberTranslation().main(argv)
+    return NumberWordsExperiment().main(argv)

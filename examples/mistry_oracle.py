@@ -1,6 +1,6 @@
-"""Number words to numbers (Trask et al. 2018, Section 4.3, Table 3, Figure 3).
+"""Mistry et al.'s own PyTorch code, run unmodified beside our Mistry benchmark.
 
-A thin command line over `nalu_research.experiments.number_translation`,
+A thin command line over `nalu_research.experiments.mistry_oracle`,
 where the experiment is written. `--help` lists its options.
 `--backend` picks the Keras backend; the default is the one measured fastest for it.
 """
@@ -8,4 +8,4 @@ where the experiment is written. `--help` lists its options.
 from nalu_research.backends import run
 
 if __name__ == "__main__":
-    raise SystemExit(run("number_translation"))
+    raise SystemExit(run("mistry_oracle"))

@@ -1,6 +1,6 @@
 """NAU, NMU, NMRU, INALU and RealNPU: their math against NumPy, clipping, zero and
-negative inputs, the penalty schedule in `model.fit`, the Keras contract and
-export."""
+negative inputs, the penalty schedule in `model.fit` and export (the Keras
+contract of every unit: tests/test_public_api.py)."""
 
 import keras
 import numpy as np

@@ -14,11 +14,8 @@ LSTM, a NAC or NALU reads each pair of adjacent words' embeddings (the last
 word paired with the end of the phrase) and the number is the sum of its
 outputs, `y = sum_i NALU([e_i; e_i+1])`, the model of the public
 re-implementations that report a test MAE below 1 (kerryeon/nalu,
-nkarasovd/Neural_Arithmetic_Logic_Units). A configuration's seeds train side
-by side in one Keras model (`build_side_by_side`), each seed's best weights
-kept by `KeepBest`; the served model reads strings (`text_model`). Their data
-is `nalu_research.tasks.number_words`, their command line
-`nalu_research.experiments.number_words`.
+nkarasovd/Neural_Arithmetic_Logic_Units). Seeds train side by side
+(`build_side_by_side`, `KeepBest`); the served model reads strings (`text_model`).
 
 Example:
 

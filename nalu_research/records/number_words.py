@@ -4,31 +4,21 @@ by `examples/number_translation.py`, keep their names: `number_translation_*`)."
 
 import numpy as np
 
+from nalu_research.experiments.number_words.report import (
+    SPLITS,
+    TABLE_3_HEADER,
+    g3,
+    spread,
+    table_3_row,
+)
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import record
+from nalu_research.tasks.number_words import PAPER_TABLE_3
 
 PAGE = "experiments/number-words/"
-SPLITS = ("train", "validation", "test")
 # The paper's Table 3 row beside each model (the pair readout has no LSTM;
 # its brackets hold the paper's LSTM + NAC and LSTM + NALU).
 PAPER_ROWS = {"NAC": "LSTM + NAC", "NALU": "LSTM + NALU"}
-
-
-def _g3(value):
-    """3 significant digits, trailing zeros kept; no exponent from 1,000 up;
-    "–" for a metric over no examples (None)."""
-    if value is None:
-        return "–"
-    if abs(value) >= 1000:
-        return f"{float(f'{value:.3g}'):.0f}"
-    return f"{value:#.3g}".rstrip(".")
-
-
-def spread(values):
-    """`median [min, max]`, to 3 significant digits; "–" if one is absent."""
-    if None in values:
-        return "–"
-    return f"{_g3(np.median(values))} [{_g3(min(values))}, {_g3(max(values))}]"
 
 
 def _validation(run):
@@ -44,8 +34,6 @@ def protocol(name):
     selected (the paper's Appendix D: "the best model by validation loss over
     layer sizes {16, 32}, learning rates {0.01, 0.001}, and 10
     initializations")."""
-    from nalu_research.tasks.number_words import PAPER_TABLE_3
-
     data = record(f"{PAGE}number_translation_{name}.json")
     arguments = data["arguments"]
     models = data["runs"]
@@ -80,15 +68,15 @@ def protocol(name):
     short = best_model.split()[-1] if len(models) == 1 else best_model.split()[0]
     paper = PAPER_TABLE_3[PAPER_ROWS[short]]
     who = f"{short}, " if len(models) > 1 else ""
-    errors = [f"{_g3(top[k])} ({p:g})" for k, p in zip(SPLITS, paper, strict=True)]
-    errors[2] = f"**{_g3(top['test'])}** ({paper[2]:g})"
+    errors = [f"{g3(top[k])} ({p:g})" for k, p in zip(SPLITS, paper, strict=True)]
+    errors[2] = f"**{g3(top['test'])}** ({paper[2]:g})"
     rows.append(
         [
             f"selected run ({who}{size}, {rate:g}, seed {top['seed']})",
             *([""] if len(models) > 1 else []),
             *errors,
-            _g3(top["test_lone"]),
-            _g3(top["test_other"]),
+            g3(top["test_lone"]),
+            g3(top["test_other"]),
         ]
     )
     header = [
@@ -108,35 +96,15 @@ def chosen(*names):
     NAME.json`: the median MAE of each split over the seeds (the paper's in
     brackets), and each seed's test MAE at its best step. A `NAME:NOTE` adds `(NOTE)`
     to its models' names."""
-    from nalu_research.tasks.number_words import PAPER_TABLE_3
-
     rows = []
     for spec in names:
         name, _, note = spec.partition(":")
         data = record(f"{PAGE}number_translation_{name}.json")
         for model, (size, rate) in data["chosen"].items():
             runs = data["runs"][model][f"size {size}, lr {rate:g}"]
-            paper = PAPER_TABLE_3[model]
-            medians = [np.median([r[k] for r in runs]) for k in SPLITS]
-            cells = [f"{_g3(m)} ({p:g})" for m, p in zip(medians, paper, strict=True)]
-            per_seed = ", ".join(f"{_g3(r['test'])} ({r['best_step']:,})" for r in runs)
-            rows.append(
-                [
-                    f"{model} ({note})" if note else model,
-                    f"{size}, {rate:g}",
-                    *cells,
-                    per_seed,
-                ]
-            )
-    header = [
-        "model",
-        "size, lr",
-        "train MAE",
-        "validation MAE",
-        "test MAE",
-        "test MAE per seed (best step)",
-    ]
-    return "\n".join(markdown_table(header, rows))
+            label = f"{model} ({note})" if note else model
+            rows.append(table_3_row(label, size, rate, runs, PAPER_TABLE_3[model]))
+    return "\n".join(markdown_table(TABLE_3_HEADER, rows))
 
 
 SPLIT_RUNS = PAGE + "splits/pairs_{protocol}_split{split}.json"
@@ -162,7 +130,7 @@ def splits():
     def row(label, seeds, runs):
         test = [r["test"] for r in runs]
         below = f"{sum(t < 0.41 for t in test)}/{len(test)}"
-        validation = _g3(np.median([r["validation"] for r in runs]))
+        validation = g3(np.median([r["validation"] for r in runs]))
         table.append([label, seeds, spread(test), below, validation])
 
     for split in SPLIT_SEEDS:
@@ -184,7 +152,7 @@ def protocols():
         each = [_split_runs(protocol, split) for split in PROTOCOL_SPLITS]
         cells = [spread([r["validation"] for r in runs]) for runs in each]
         runs = [r for split_runs in each for r in split_runs]
-        both = [_g3(np.median([r[k] for r in runs])) for k in ("validation", "test")]
+        both = [g3(np.median([r[k] for r in runs])) for k in ("validation", "test")]
         lr_drop = "x0.1 at 20,000" if drop == "drop" else "none"
         table.append([loss.upper(), lr_drop, *cells, *both])
     splits = [f"validation, split {s}" for s in PROTOCOL_SPLITS]
@@ -237,14 +205,12 @@ def seeds(where, model="LSTM + NALU"):
 
 def _paper(model):
     """The paper's Table 3 row of `model`: train, validation, test MAE."""
-    from nalu_research.tasks.number_words import PAPER_TABLE_3
-
     return dict(zip(SPLITS, PAPER_TABLE_3[model], strict=True))
 
 
 def _mae(value):
     """3 significant digits; `3.5e+04` from 10,000 up (a run blown up)."""
-    return f"{value:.2g}" if abs(value) >= 1e4 else _g3(value)
+    return f"{value:.2g}" if abs(value) >= 1e4 else g3(value)
 
 
 def medians(where, model="LSTM + NALU", splits=SPLITS, paper=False, bold=()):
@@ -254,7 +220,7 @@ def medians(where, model="LSTM + NALU", splits=SPLITS, paper=False, bold=()):
     runs = seeds(where, model)
     cells = []
     for split in splits:
-        text = _g3(np.median([r[split] for r in runs]))
+        text = g3(np.median([r[split] for r in runs]))
         text = f"**{text}**" if split in bold else text
         cells.append(f"{text} ({_paper(model)[split]:g})" if paper else text)
     return cells

@@ -146,9 +146,9 @@ def _number_words():
     return (
         "a NALU over word pairs (not the paper's model): test MAE "
         f"{words.spread([r['test'] for r in runs])} over {len(words.SPLIT_SEEDS)} "
-        f"splits x 10 seeds (split medians {words._g3(min(medians))} to "
-        f"{words._g3(max(medians))}); the paper's LSTM + NALU: "
-        f"{words._g3(np.median([r['test'] for r in chosen]))} median"
+        f"splits x 10 seeds (split medians {words.g3(min(medians))} to "
+        f"{words.g3(max(medians))}); the paper's LSTM + NALU: "
+        f"{words.g3(np.median([r['test'] for r in chosen]))} median"
     )
 
 

@@ -295,11 +295,7 @@ def served_check(value, valid):
     """The served model's check from what a client of the SavedModel got for
     `served_phrases()` (`value`, `valid`): how many typed phrases are valid
     and within `WITHIN` of their number, how many invalid ones are flagged.
-    Returns `{"phrases", "values", "served", "within", "flagged"}`.
-
-    >>> served_check([300.2] + [0.0] * 19, [True] * 15 + [False] * 5)["within"]
-    2
-    """
+    Returns `{"phrases", "values", "served", "within", "flagged"}`."""
     numbers = np.array(list(TYPED_PHRASES.values()), np.float64)
     typed = len(TYPED_PHRASES)
     served = np.asarray(value, np.float64)[:typed]

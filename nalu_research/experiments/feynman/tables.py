@@ -1,5 +1,5 @@
 """The tables and figure of the Feynman experiment, its report's and its
-page's (`nalu_research.records.feynman`), from its rows."""
+page's (which its records module reads), from its rows."""
 
 import math
 

@@ -178,7 +178,7 @@ def anchor_report(anchor):
         small_seeds = [r["seed"] for r in small]
         lines += [
             "",
-            f"Initial splits below {SMALL_SPLIT} (`seed_batched.initial_splits`): "
+            f"Initial splits below {SMALL_SPLIT} (`anchor_split.initial_splits`): "
             f"{len(small)} of {len(runs)} seeds ({', '.join(map(str, small_seeds))}); "
             f"{sum(not r['success'] for r in small)} of them unsolved. Unsolved "
             f"seeds: {', '.join(map(str, unsolved)) or 'none'}.",

@@ -9,13 +9,13 @@ from nalu_research.monitoring import markdown_table
 from nalu_research.records.mnist_counting.cells import (
     LENGTH_COLUMNS,
     _g3,
-    _spread,
     checkpoints_of,
     figures,
     paper,
     paper_row,
     result,
     series,
+    spreads,
     table_of,
 )
 from nalu_research.records.mnist_counting.tables import (
@@ -80,7 +80,7 @@ def counting_seeds():
         train = np.median([r["train_digits"]["accuracy_all"] for r in results])
         name = f"{steps:,} steps, median of 5"
         name = f"**{name}**" if bold else name
-        rows.append([f"{name} [min, max]", *_spread(columns, bold), f"{train:.2f}%"])
+        rows.append([f"{name} [min, max]", *spreads(columns, bold), f"{train:.2f}%"])
     rows.append(["paper's NAC (MNIST)", *_paper("count"), ""])
     header = ["counting, `NAUCell`, 2018 convnet, no dropout", *LENGTH_COLUMNS]
     return "\n".join(markdown_table([*header, "training images"], rows))
@@ -113,7 +113,7 @@ def addition_seeds(steps, *before):
         here = results if at == steps else [row(sum_2018(at, s)) for s in range(4)]
         columns = list(zip(*here, strict=True))
         name = "**median of 4 (range)**" if bold else "median of 4 (range)"
-        cells = [*_spread(columns[:5], bold, "()"), f"{np.median(columns[5]):.2f}%"]
+        cells = [*spreads(columns[:5], bold, "()"), f"{np.median(columns[5]):.2f}%"]
         rows.append([name, f"{at:,}", *cells])
     rows.append(["paper's NAC", "not stated", *_paper("sum"), "", ""])
     header = ["addition, 2018 convnet, no dropout", "steps", *LENGTH_COLUMNS]
@@ -189,7 +189,7 @@ def counting(convnet, seeds, beside=None):
     columns = list(zip(*(figures(r) for r in results), strict=True))
     name = f"median of {len(results)}"
     name = f"{convnet} convnet, {name}" if beside else name
-    rows.append([f"**{name}** [min, max]", *_spread(columns, bold=True)])
+    rows.append([f"**{name}** [min, max]", *spreads(columns, bold=True)])
     if beside:
         other, _, anchor = beside.partition(":")
         others = [runs[other](int(s)) for s in seeds.split(",")]

@@ -68,7 +68,7 @@ def figures(result, test="test"):
     ]
 
 
-def _spread(columns, bold=False, brackets="[]", pct="{:.2f}".format, num=None):
+def spreads(columns, bold=False, brackets="[]", pct="{:.2f}".format, num=None):
     """Per column of per-seed values (an accuracy first, then errors):
     `median [min, max]`, with `pct` and `num` (default `_g3`) formatting
     each."""
@@ -83,7 +83,7 @@ def _spread(columns, bold=False, brackets="[]", pct="{:.2f}".format, num=None):
     return cells
 
 
-def _step(result, step):
+def figures_at(result, step):
     """The same four figures at the checkpoint of `step`."""
     index = result["epoch_steps"].index(step)
     metrics = result["epoch_metrics"]
@@ -107,17 +107,17 @@ def test(where, key="test"):
 
 def at(where, step):
     """Four cells: a run's figures at its checkpoint of `step`."""
-    return _four(_step(result(where), step), _decimals(where))
+    return _four(figures_at(result(where), step), _decimals(where))
 
 
 def spread(*runs, brackets="[]", bold=False, decimals=2):
     """Four cells: `median [min, max]` over `runs` (each four figures, as
-    `figures` and `_step` give them, accuracies to `decimals`); the medians in
+    `figures` and `figures_at` give them, accuracies to `decimals`); the medians in
     bold with `bold`."""
     columns = list(zip(*runs, strict=True))
     pct = f"{{:.{decimals}f}}".format
     cells = []
-    for i, text in enumerate(_spread(columns, bold, brackets, pct, _num)):
+    for i, text in enumerate(spreads(columns, bold, brackets, pct, _num)):
         head, _, tail = text.partition(" ")
         cells.append(Cell(head, np.median(columns[i]), max if i == 0 else min))
         cells[-1].tail = f" {tail}"

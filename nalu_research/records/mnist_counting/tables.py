@@ -6,12 +6,12 @@ below."""
 
 from nalu_research.records.mnist_counting.cells import (
     LENGTH_COLUMNS,
-    _step,
     at,
     bias,
     digits,
     diverged,
     epochs,
+    figures_at,
     joined,
     one_minus_w,
     paper,
@@ -157,7 +157,7 @@ TABLES = {
                 for seed in (2, 3)
             ),
             ["**median of 4 (range)**",
-             spread(_step(result(f"{NO_DROPOUT}s0_20k.json"), 16000),
+             spread(figures_at(result(f"{NO_DROPOUT}s0_20k.json"), 16000),
                     *runs(*(f"{NO_DROPOUT}s{s}_16k.json" for s in (1, 2, 3))),
                     brackets="()", bold=True),
              snapped_spread(float(S1_16K_SNAPPED), *(
@@ -192,7 +192,7 @@ TABLES = {
                snapped_spread(*(SUM_2018.format(s, k) for s in range(4))), ""]
               for k, bold in ((32, True), (16, False))),
             ["2020 convnet, median of 4 (above)", "16,000",
-             spread(_step(result(DEFAULT_16K[0]), 16000),
+             spread(figures_at(result(DEFAULT_16K[0]), 16000),
                     *runs(*DEFAULT_16K[1:]), brackets="()"),
              snapped_spread(float(S1_16K_SNAPPED), *DEFAULT_16K[2:]), ""],
             ["paper's NAC", "not stated", paper_row("sum"), "", ""],

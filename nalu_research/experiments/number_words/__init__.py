@@ -3,11 +3,9 @@
 English number expressions of 0 to 999 ("five hundred and fifteen") are
 translated into numbers (515). The paper's split: 169 training numbers (0-19
 and a random sample covering every token), 200 validation, 631 test. The
-models (`nalu_research.models.number_words`, by `--readout`) embed the
-tokens, encode them with one LSTM and read a number out of each step. The loss
-is on the last token's prediction (`--targets prefix`: on every token's,
-against the value of the words read so far); the readout at earlier tokens is
-Figure 3's view.
+models (`nalu_research.models.number_words`, `--readout`) read a number out of
+each token; the loss is on the last token's (`--targets prefix`: on every
+token's, against the value of the words so far), the others are Figure 3's view.
 
 Model selection as in Appendix D: layer size {16, 32} x learning rate {0.01,
 0.001}, Adam on the whole training set, several seeds each. A configuration is
@@ -20,23 +18,19 @@ configuration's median over seeds, each seed's numbers too) beside the
 paper's, the Figure 3 view from the best model, and exports that model as a
 SavedModel that takes a batch of strings.
 
-Writes every run's errors and validation curve as JSON (`--json`) and, beside
-it, a PNG (`--png`): the validation MAE of each model's chosen configuration
-over training, and the Figure 3 view. Progress: a line per evaluation (each
-seed's validation and test MAE, the time left; Keras's progress bar too on a
-terminal) and one per trained configuration; `--tensorboard DIR` writes the
-loss and the MAEs, a run per configuration.
-
-Every `--eval-every` steps is an epoch, checkpointed with the best weights so
-far (`keras_nalu.training.fit`): run the same command again after an
-interruption and every run resumes where it stopped, with the results of an
-uninterrupted run. `--strategy mirrored|multi-worker` trains on the local
-devices or on the hosts of `TF_CONFIG`.
+Writes every run's errors and validation curve as JSON (`--json`), a PNG beside
+it (`--png`: the chosen configurations' validation MAE over training, Figure
+3), a progress line per evaluation and per configuration, and with
+`--tensorboard DIR` the loss and the MAEs. Every `--eval-every` steps is an
+epoch, checkpointed with the best weights so far: the same command resumes an
+interrupted run to an uninterrupted run's results. `--strategy
+mirrored|multi-worker` trains on the local devices or the hosts of `TF_CONFIG`.
 
     python examples/number_words.py
     python examples/number_words.py --quick   # a smoke run
 """
 
+import itertools
 import time
 
 import keras
@@ -52,6 +46,7 @@ from nalu_research.arguments import (
 )
 from nalu_research.arguments import learning_rate as scheduled
 from nalu_research.experiment import Experiment, Session
+from nalu_research.experiments.number_words import report
 from nalu_research.layers import LastToken
 from nalu_research.models.number_words import (
     MODELS,
@@ -65,16 +60,11 @@ from nalu_research.models.number_words import (
     per_token_loss,
     text_model,
 )
-from nalu_research.monitoring import markdown_table
 from nalu_research.runs import steps_per_execution
 from nalu_research.serving import Export
 from nalu_research.tasks.number_words import (
-    INVALID_PHRASES,
     PAPER_FIGURE_3,
-    PAPER_TABLE_3,
-    WITHIN,
     NumberWords,
-    encode,
     served_check,
     served_phrases,
 )
@@ -83,38 +73,6 @@ from nalu_research.tasks.number_words import (
 def mae(model, ids, y):
     prediction = keras.ops.convert_to_numpy(model(ids, training=False))
     return float(np.mean(np.abs(prediction.astype(np.float64) - y)))
-
-
-def text_of(value, spec=".3f"):
-    """`value` written to `spec`; "–" for a metric over no examples (None)."""
-    return "–" if value is None else format(value, spec)
-
-
-def spread(values):
-    """`"median [min, max]"` of `values`, to 3 significant digits; "–" where
-    they are absent (a metric over no examples)."""
-    if None in values:
-        return "–"
-    return f"{np.median(values):.3g} [{min(values):.3g}, {max(values):.3g}]"
-
-
-def print_lone_word_errors(task, after_lone, chosen):
-    """Prints the chosen configurations' test MAE apart (`lone_word_errors`),
-    median over the seeds [min, max]."""
-    if not after_lone.any():
-        print("\nNo test phrase uses a word that training shows only alone.")
-        return
-    lone = ", ".join(w for w in task.lone_words() if w != "zero")
-    print(
-        f"\nTest MAE apart: on the {after_lone.sum()} test phrases that use a "
-        f"word training shows only alone ({lone}), and on the other "
-        f"{(~after_lone).sum()}; median over the seeds [min, max]:"
-    )
-    for name, (_, _, runs) in chosen.items():
-        parts = [
-            spread([r[0][key] for r in runs]) for key in ("test_lone", "test_other")
-        ]
-        print(f"  {name}: {parts[0]} on those, {parts[1]} on the others")
 
 
 def lone_word_errors(model, data, after_lone):
@@ -130,11 +88,6 @@ def lone_word_errors(model, data, after_lone):
         errors[key] = mae(model, ids[rows], y[rows]) if rows.any() else None
         errors[f"{key}_count"] = int(rows.sum())
     return errors
-
-
-# The task's splits, and those evaluated after every epoch (the validation
-# MAE selects).
-SPLITS = ("train", "validation", "test")
 
 
 def evaluated(args):
@@ -188,24 +141,15 @@ def train_config(
     # One seed: a model of one output, not of a list of one, which the custom
     # loop of a multi-worker strategy (distribute.Trainer) does not take.
     alone = len(seeds) == 1
+    options = (args.embedding_size, args.readout, args.targets, args.token_values)
 
     def build():
-        model, built["models"] = build_side_by_side(
-            kind,
-            size,
-            seeds,
-            args.embedding_size,
-            args.readout,
-            args.targets,
-            args.token_values,
-        )
+        model, built["models"] = build_side_by_side(kind, size, seeds, *options)
         keep.watch([model for _, model in built["models"]])
         return model
 
-    x, y = data["train"]
     prefix = args.targets == "prefix"
-    if prefix:
-        y = train_targets
+    x, y = data["train"][0], train_targets if prefix else data["train"][1]
     targets = y if alone else (y,) * len(seeds)
     loss = per_token_loss(args.loss) if prefix else args.loss
 
@@ -221,6 +165,7 @@ def train_config(
         **{k: v for k, v in vars(args).items() if k not in IGNORED},
     }
     parts = (kind, size, f"{learning_rate:g}")
+    evaluation = seed_errors(seeds, data, evaluated(args))
     result = session.fit(
         *parts,
         what=f"{model_name(kind, args.readout)}, size {size}, lr {learning_rate:g}",
@@ -232,11 +177,7 @@ def train_config(
         ),
         epochs=max(1, args.steps // args.eval_every),
         config=config,
-        callbacks=[
-            seed_errors(seeds, data, evaluated(args)),
-            keep,
-            *session.callbacks(*parts),
-        ],
+        callbacks=[evaluation, keep, *session.callbacks(*parts)],
         steps_per_execution=steps_per_execution(args.eval_every),
     )
     keep.restore()
@@ -379,20 +320,15 @@ class NumberWordsExperiment(Experiment):
 
     def prepare(self, args, session):
         self.task = task = NumberWords(seed=args.seed)
-        self.data = {split: task.split(split)[1:] for split in SPLITS}
+        self.data = {split: task.split(split)[1:] for split in report.SPLITS}
         self.train_targets = task.prefix_targets("train")
         self.after_lone = task.after_lone_words("test")
         self.seeds = list(range(args.seed + 1, args.seed + 1 + args.seeds))
-        print(describe(args, self.data, self.seeds), flush=True)
+        print(report.describe(args, self.data, self.seeds), flush=True)
         self.trained, self.served_check = {}, None
 
     def runs(self, args):
-        return [
-            (key, size, rate)
-            for key in args.models
-            for size in args.sizes
-            for rate in args.learning_rates
-        ]
+        return list(itertools.product(args.models, args.sizes, args.learning_rates))
 
     def train(self, args, run, session):
         """Trains a configuration's seeds side by side (`train_config`); its
@@ -414,8 +350,8 @@ class NumberWordsExperiment(Experiment):
                 f"train {errors['train']:.3f}, validation "
                 f"{errors['validation']:.3f}, test {errors['test']:.3f} "
                 f"MAE (best at step {errors['best_step']}; test "
-                f"{text_of(errors['test_lone'])} on the {after_lone.sum()} "
-                f"phrases after lone words, {text_of(errors['test_other'])} "
+                f"{report.g3(errors['test_lone'])} on the {after_lone.sum()} "
+                f"phrases after lone words, {report.g3(errors['test_other'])} "
                 "on the others)" + (" (diverged)" if errors["diverged"] else ""),
                 flush=True,
             )
@@ -452,15 +388,15 @@ class NumberWordsExperiment(Experiment):
             top = runs[int(np.argmin(lowest_validation(runs)))]
             if best is None or top[0]["validation"] < best[0][0]["validation"]:
                 best = (top, name)
-        print_table_3(args, self.chosen)
-        print_lone_word_errors(self.task, self.after_lone, self.chosen)
+        report.print_table_3(args, self.chosen)
+        report.print_lone_word_errors(self.task, self.after_lone, self.chosen)
         print(
             f"\nTrained {len(rows) * len(self.seeds)} runs in {seconds:.0f} s on "
             f"the {keras.backend.backend()} backend."
         )
         (_, seed, steps_model, self.model), name = best
         self.figure_model = f"{name}, seed {seed}"
-        self.figure = figure_3(steps_model, self.figure_model)
+        self.figure = report.figure_3(steps_model, self.figure_model)
 
     def exports(self, args, rows):
         """The best model as a SavedModel of strings (`text_model`), served
@@ -491,16 +427,8 @@ class NumberWordsExperiment(Experiment):
             f"(verified); tf.saved_model.load(path).serve({SERVED_PHRASES}): value "
             f"{np.round(value[:shown], 2).tolist()}, valid {valid[:shown]}"
         )
-        check = self.served_check = served_check(value[shown:], valid[shown:])
-        print(
-            f"Served {check['within']}/{len(check['phrases'])} typed phrases within "
-            f"{WITHIN} of their number and flagged {check['flagged']}/"
-            f"{len(INVALID_PHRASES)} invalid ones: "
-            + ", ".join(
-                f"{p!r} {v:.2f}"
-                for p, v in zip(check["phrases"], check["served"], strict=True)
-            )
-        )
+        self.served_check = served_check(value[shown:], valid[shown:])
+        report.print_served_check(self.served_check)
         if args.readout != "pairs":
             print(
                 "This is the paper's model. The model the docs recommend (a NALU over "
@@ -522,117 +450,7 @@ class NumberWordsExperiment(Experiment):
         }
 
     def plot(self, args, rows, plt):
-        """Each model's validation MAE over training (its chosen
-        configuration, a line per seed) and Figure 3 (the prediction after
-        each token, the paper's NALU dashed)."""
-        fig, (curves, trace) = plt.subplots(1, 2, figsize=(11, 3.8))
-        for name, (size, rate, runs) in self.chosen.items():
-            color = None
-            for i, (errors, *_) in enumerate(runs):
-                (line,) = curves.plot(
-                    errors["steps"],
-                    errors["curves"]["validation"],
-                    color=color,
-                    marker="." if len(errors["steps"]) == 1 else None,
-                    label=f"{name} (size {size}, lr {rate:g})" if i == 0 else None,
-                )
-                color = line.get_color()
-        curves.set_yscale("log")
-        curves.set_xlabel("training steps")
-        curves.set_ylabel("validation MAE")
-        curves.set_title("Chosen configurations, a line per seed", fontsize=10)
-        curves.legend(fontsize=8)
-        for query, values in self.figure.items():
-            read = range(1, len(values) + 1)
-            (line,) = trace.plot(read, values, marker="o", label=query)
-            paper = PAPER_FIGURE_3[query]
-            trace.plot(read, paper, "--", color=line.get_color(), alpha=0.6)
-        trace.xaxis.get_major_locator().set_params(integer=True)
-        trace.set_xlabel("tokens read")
-        trace.set_ylabel("prediction")
-        trace.set_title(
-            f"Figure 3: {self.figure_model} (dashed: the paper's NALU)", fontsize=10
-        )
-        trace.legend(fontsize=7)
-        fig.tight_layout()
-        return fig
-
-
-def describe(args, data, seeds):
-    """The line that says what the runs are."""
-    grid = "embedding" if args.readout == "pairs" else "LSTM"
-    embeddings = args.embedding_size and f" (embeddings of {args.embedding_size})"
-    drop = args.learning_rate_drop and ", learning rate x{1:g} after step {0}".format(
-        *args.learning_rate_drop
-    )
-    read = (
-        "every token's running value" if args.targets == "prefix" else "the last token"
-    )
-    return (
-        f"Number words 0-999, split seed {args.seed}: "
-        + ", ".join(f"{len(data[s][1])} {s}" for s in data)
-        + f". Grid: {grid} sizes {args.sizes} x learning rates {args.learning_rates}"
-        f"{embeddings or ''}, seeds {seeds}; {args.steps} full-batch Adam steps per "
-        f"run{drop or ''}, {args.loss.upper()} loss on {read}, {args.readout} "
-        f"readout, validation every {args.eval_every} steps (best kept).\n"
-    )
-
-
-def print_table_3(args, chosen):
-    """Prints Table 3: the `chosen` configurations' median MAE over the
-    seeds, the paper's beside them."""
-    print(
-        "\nTable 3: mean absolute error, median over seeds of the configuration "
-        "with the lowest median validation MAE (paper's values in brackets)\n"
-    )
-    table = []
-    papers = {model_name(k, args.readout): PAPER_TABLE_3[MODELS[k]] for k in MODELS}
-    for name, (size, rate, runs) in chosen.items():
-        medians = [np.median([r[0][s] for r in runs]) for s in SPLITS]
-        paper = papers[name]
-        per_seed = ", ".join(f"{r[0]['test']:.3g}" for r in runs)
-        diverged = " (diverged)" if runs[0][0]["diverged"] else ""
-        maes = [f"{m:.3g} ({p:g})" for m, p in zip(medians, paper, strict=True)]
-        table.append([name, f"{size}, {rate:g}{diverged}", *maes, per_seed])
-    header = ["model", "size, lr", "train MAE", "validation MAE", "test MAE"]
-    print("\n".join(markdown_table([*header, "test MAE per seed"], table)))
-    if args.readout == "pairs":
-        print(
-            "\nThe models over word pairs are not the paper's (no LSTM, see "
-            "--readout pairs): their brackets hold the paper's LSTM + NAC and "
-            "LSTM + NALU."
-        )
-
-
-def figure_3(steps_model, model):
-    """Prints the Figure 3 view of `steps_model` (named `model`), the
-    prediction after each token of the paper's queries, the paper's NALU
-    below; returns `{query: predictions}`."""
-    print(
-        f"\nFigure 3: prediction after each token, from the best model by "
-        f"validation MAE ({model}); the paper's NALU below each.\n"
-    )
-    queries = list(PAPER_FIGURE_3)
-    predictions = keras.ops.convert_to_numpy(
-        steps_model(encode(queries), training=False)
-    )
-    figure = {}
-    for query, row in zip(queries, predictions, strict=True):
-        tokens = query.split()
-        values = row[: len(tokens)]
-        figure[query] = values.tolist()
-        width = [max(len(t), 8) for t in tokens]
-        print("  " + " ".join(f"{t:>{w}}" for t, w in zip(tokens, width, strict=True)))
-        print(
-            "  " + " ".join(f"{v:>{w}.2f}" for v, w in zip(values, width, strict=True))
-        )
-        paper = PAPER_FIGURE_3[query]
-        print(
-            "  "
-            + " ".join(f"{v:>{w}g}" for v, w in zip(paper, width, strict=True))
-            + "  (paper)\n"
-        )
-    return figure
+        return report.plot(self.chosen, self.figure, self.figure_model, plt)
 
 
 # The phrases whose served values the export prints.

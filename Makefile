@@ -106,7 +106,7 @@ release-check: $(INSTALLED)
 	  "import re, sys; exec('\n'.join(re.findall(r'\x60\x60\x60python\n(.*?)\x60\x60\x60', open(sys.argv[1]).read(), re.S)))" \
 	  $(CURDIR)/README.md
 
-# `make gpu-check` (nalu_research/experiments/gpu_check.py): the package on a
+# `make gpu-check` (nalu_research/experiments/gpu_check/): the package on a
 # GPU beside that machine's CPU, written to docs/gpu.md. The GPU machine has
 # JAX and PyTorch built for CUDA but no Keras, no TensorFlow and no network:
 # `make gpu-wheels`, run here, downloads the wheels of what it lacks (Keras

@@ -10,6 +10,8 @@ import importlib.util
 GYMNASIUM_MODULES = [
     "nalu_research/tasks/grid_world.py",
     "nalu_research/experiments/grid_world.py",
+    "nalu_research/models/grid_world.py",
+    "nalu_research/records/grid_world.py",
     "tests/test_grid_world.py",
 ]
 

@@ -467,9 +467,7 @@ def test_state_weights_are_each_units_own_weight_on_its_state():
     expected = np.diagonal(keras.ops.convert_to_numpy(cell.effective_kernel)[6:])
     assert evaluation.state_weights(nac) == pytest.approx(expected.tolist())
     assert expected.min() > -1 and expected.max() < 1 and len(set(expected)) > 1
-    assert (
-        evaluation.state_weights(mnist_models.recurrent_head("gru", "sum")) is None
-    )
+    assert evaluation.state_weights(mnist_models.recurrent_head("gru", "sum")) is None
 
 
 def test_the_nau_head_is_tested_again_with_its_state_weights_snapped(capsys):

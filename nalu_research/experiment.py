@@ -319,7 +319,12 @@ class Experiment:
         """The rows of the saved `records` (`--from-json`, read; an
         experiment with `replays`), and what `report` needs of them kept on
         `self`. Default: their runs, one after the other."""
-        return [row for record in records for row in record["runs"]]
+        return [row for record in records for row in record.get("runs", [])]
+
+    def failed(self, args, rows):
+        """Whether the runs found a failure: the script then exits with
+        status 1 (after writing its files)."""
+        return False
 
     def elapsed(self):
         """Seconds since `main` parsed the arguments: what a part reports as
@@ -435,7 +440,7 @@ class Experiment:
         if session.checkpoints is not None and not diverged:
             session.checkpoints.remove()  # done: no longer needed
         self.finish(args, rows)
-        return 1 if diverged else 0
+        return 1 if diverged or self.failed(args, rows) else 0
 
     def replay(self, args):
         """`--from-json`: the table and plot of the saved records' rows
@@ -448,7 +453,7 @@ class Experiment:
                 save_png(figure, args.png)
                 print(f"Wrote {args.png}.")
         self.finish(args, rows)
-        return 0
+        return 1 if self.failed(args, rows) else 0
 
     def write(self, args, rows, seconds, diverged=False):
         """The chief's files: the record and plot, then the exports.
@@ -495,8 +500,8 @@ def read_record(path, parser):
         found = json.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         parser.error(f"--from-json: cannot read {path} as JSON ({error})")
-    if not isinstance(found, dict) or not isinstance(found.get("runs"), list):
-        parser.error(f"--from-json: {path} is not a record of this script (no runs)")
+    if not isinstance(found, dict):
+        parser.error(f"--from-json: {path} is not a record (a JSON object)")
     return found
 
 

@@ -82,3 +82,16 @@ def test_the_report_says_what_failed_and_reads_the_anchor(tmp_path):
     assert "| NAU-NMU | 25 | 1.00e-03 | 2.00e-02 | 20.0 |" in text
     assert "**3/4** solved" in text
     assert "1 of 4 seeds (1); 1 of them unsolved. Unsolved seeds: 1." in text
+
+
+def test_the_page_is_written_again_from_its_record(tmp_path, capsys):
+    """`--from-json`: the skeleton's replay of the committed record writes
+    the committed page, runs nothing and writes no record."""
+    root = gpu_check.ROOT
+    status = gpu_check.main(
+        ["--from-json", str(root / "docs/gpu/gpu.json"), "--output", str(tmp_path)]
+    )
+    saved = json.loads((root / "docs/gpu/gpu.json").read_text())
+    assert status == (1 if gpu_check.failed_parts(saved) else 0)
+    assert (tmp_path / "gpu.md").read_text() == (root / "docs/gpu.md").read_text()
+    assert not (tmp_path / "gpu").exists()  # no record

@@ -233,9 +233,11 @@ def test_quick_run_trains_saves_and_serves(tmp_path):
     assert out.with_suffix(".png").stat().st_size > 0
     assert not (tmp_path / "checkpoints").exists()  # removed when done
     out.with_suffix(".png").unlink()
-    assert experiment.main(["--report", "--json", str(out)]) == 0  # plots again
+    assert experiment.main(["--from-json", str(out)]) == 0  # plots again
     assert out.with_suffix(".png").stat().st_size > 0
-    assert experiment.main(["--report", "--json", str(tmp_path / "none.json")]) == 2
+    with pytest.raises(SystemExit) as exited:  # no such file
+        experiment.main(["--from-json", str(tmp_path / "none.json")])
+    assert exited.value.code == 2
 
     for agent in ("a2c_nac", "a2c_counter"):
         assert (tmp_path / "saved" / f"grid_world_{agent}.keras").is_file()

@@ -52,7 +52,7 @@ from nalu_research.models.grid_world import (
     training_batch,
     zero_states,
 )
-from nalu_research.monitoring import input_file, markdown_table, pyplot, save_png
+from nalu_research.monitoring import input_file, markdown_table
 from nalu_research.serving import Export
 from nalu_research.tasks import grid_world
 from nalu_research.tasks.batches import one_batch
@@ -181,6 +181,9 @@ class GridWorld(Experiment):
         "clipnorm": 1.0,
     }
     record_path = "results/grid_world.json"
+    replays = (
+        "train nothing: print the table of an earlier run's results and plot them again"
+    )
     checkpoints = True
     continued_by = "--updates"
     export_path = "saved_models"
@@ -231,12 +234,6 @@ class GridWorld(Experiment):
             "not trained now are shown beside these in the table, the plot and "
             "the JSON; its settings must be these",
         )
-        parser.add_argument(
-            "--report",
-            action="store_true",
-            help="train nothing: print the table of the results in --json and "
-            "plot them again",
-        )
 
     def check_arguments(self, args, parser):
         for name, value in (QUICK if args.quick else FULL).items():
@@ -252,6 +249,8 @@ class GridWorld(Experiment):
             parser.error("argument --strategy: the agents train on one device only")
         # Shown beside this run's, kept apart from its arguments.
         self.beside = [] if args.beside is None else beside_runs(parser, args)
+        if args.from_json:  # its plot again, beside it
+            args.png = args.png or args.from_json[0].with_suffix(".png")
 
     def prepare(self, args, session):
         self.started = time.perf_counter()
@@ -298,6 +297,8 @@ class GridWorld(Experiment):
 
     def report(self, args, rows):
         print_table(self.beside + rows, args)
+        if args.from_json:
+            return
         frames = sum(sum(r["history"]["episode_length"]) * args.envs for r in rows)
         print(
             f"\nWall time: {time.perf_counter() - self.started:.0f} s on the "
@@ -335,19 +336,11 @@ class GridWorld(Experiment):
             )
         return {name: found["path"] for name, found in served.items()}
 
-    def report_again(self, args):
-        """`--report`: the table and the plot of the results in `--json`, with
-        the settings they were run with."""
-        if not args.json.is_file():
-            print(f"grid_world: error: argument --report: no results at {args.json}")
-            return 2
-        results = json.loads(args.json.read_text())
+    def replayed(self, args, records):
+        """The runs of earlier results, with the settings they were run with."""
         for name in ("agents", "updates", "envs", "eval_episodes", "eval_instructions"):
-            setattr(args, name, results["arguments"][name])
-        print_table(results["runs"], args)
-        save_png(figure(results["runs"], args, pyplot()), args.png)
-        print(f"Wrote {args.png}.")
-        return 0
+            setattr(args, name, records[0]["arguments"][name])
+        return [run for record in records for run in record["runs"]]
 
 
 # The settings two runs must share for their agents to be compared.
@@ -515,6 +508,4 @@ def figure(runs, args, plt):
 
 
 def main(argv=None):
-    grid = GridWorld()
-    args = grid.parse_args(argv)
-    return grid.report_again(args) if args.report else grid.main(argv)
+    return GridWorld().main(argv)

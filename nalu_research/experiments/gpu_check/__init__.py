@@ -55,7 +55,7 @@ from nalu_research.experiments.gpu_check.page import (
     failed_parts,
     report,
 )
-from nalu_research.monitoring import input_file, output_folder
+from nalu_research.monitoring import output_folder
 
 ROOT = Path(__file__).resolve().parents[3]
 # What a worker's result line starts with (`workers.worker_main`).
@@ -114,6 +114,7 @@ class GpuCheck(Experiment):
     `--output`/gpu/gpu.json and the page `--output`/gpu.md (`report`)."""
 
     record_path = "{output}/gpu/gpu.json"
+    replays = "write gpu.md again from this gpu.json, running nothing"
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -148,12 +149,6 @@ class GpuCheck(Experiment):
             default=120.0,
             help="training time of the anchor run (default %(default)s)",
         )
-        parser.add_argument(
-            "--from-json",
-            type=input_file,
-            default=None,
-            help="write gpu.md again from this gpu.json, running nothing",
-        )
 
     def check_arguments(self, args, parser):
         if args.output is None:
@@ -165,6 +160,13 @@ class GpuCheck(Experiment):
             "seconds": self.results["seconds"],
             "failed": failed_parts(self.results),
         }
+
+    def replayed(self, args, records):
+        self.results = records[-1]
+        return []
+
+    def failed(self, args, rows):
+        return bool(failed_parts(self.results))
 
     def report(self, args, rows):
         self.page = report(self.results)
@@ -365,12 +367,4 @@ def run_check(args):
 
 
 def main(argv=None):
-    check = GpuCheck()
-    args = check.parse_args(argv)
-    if args.from_json is None:
-        check.main(argv)
-    else:  # the page again from a record: runs nothing, writes no record
-        check.results = json.loads(args.from_json.read_text())
-        check.report(args, [])
-        check.finish(args, [])
-    return 1 if failed_parts(check.results) else 0
+    return GpuCheck().main(argv)

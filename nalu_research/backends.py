@@ -34,7 +34,7 @@ BACKENDS = ("tensorflow", "jax", "torch")
 #     demo NALU          0.263 ms 0.61 s  0.226 ms 0.44 s  1.55 ms 0.16 s
 #     number words       4.73 ms  2.83 s  2.2 ms   1.51 s  19.7 ms 0.74 s
 #     program evaluation 4.77 ms  1.88 s  0.688 ms 1.17 s  10.8 ms 0.72 s
-# The seed-batched engine (arithmetic_benchmark), ms per run-iteration of
+# The seed-batched engine (units_benchmark), ms per run-iteration of
 # NALU-NALU, by `examples/step_benchmark.py --steps 200`, 10:51 that day:
 #     25 runs            tf 0.0309, jax 0.0360, torch 0.108
 #     150 runs           tf 0.0314, jax 0.0345, torch 0.169
@@ -49,7 +49,7 @@ BACKENDS = ("tensorflow", "jax", "torch")
 #                                                  tf 24, jax 15
 #     recurrent_arithmetic --operations add mul --models lstm gru rnn_tanh
 #       nalu nac --seeds 1 --steps 2000            tf 39, jax 12 (twice each)
-#     identity_extrapolation --models NAC ReLU --seeds 1 --steps 2000
+#     identity --models NAC ReLU --seeds 1 --steps 2000
 #                                                  tf 3, jax 6, torch 7
 #     mystery_arithmetic --epochs 60               tf 9-12, jax 11-12, torch 18
 #     mnist_counting --dataset digits --models lstm nac --steps 1000
@@ -66,14 +66,14 @@ BACKENDS = ("tensorflow", "jax", "torch")
 #       --epochs 2                                 tf 5-6, jax 12-13, torch 8-9
 DEFAULTS = {
     "anchor_split": "tensorflow",  # the seeds it names are tensorflow's draws
-    "arithmetic_benchmark": "tensorflow",  # the engine's rows, below
+    "units_benchmark": "tensorflow",  # the engine's rows, below
     "demo": "tensorflow",
     "division_benchmark": "tensorflow",  # the seed-batched engine, as above
     "feynman": "tensorflow",  # a NumPy search; Keras reads units, fits ReLU nets
     "first_contact": "tensorflow",  # the default backend, as a user meets it
     "gpu_check": "jax",  # its workers choose their own, jax and torch
     "grid_world": "tensorflow",  # the rows above
-    "identity_extrapolation": "tensorflow",
+    "identity": "tensorflow",
     "mistry_benchmark": "jax",  # the seed-batched engine, two inputs (docs/units/npu)
     "mistry_oracle": "torch",  # drives their PyTorch code, which needs torch anyway
     "mixed_formulas": "tensorflow",  # model.fit of small models, as demo

@@ -201,7 +201,7 @@ def test_a_distribution_strategy_needs_the_tensorflow_backend(monkeypatch, capsy
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_an_example_trains_on_another_backend(backend, tmp_path):
     result = example(
-        "identity_extrapolation", "--backend", backend,
+        "identity", "--backend", backend,
         "--models", "NAC", "--seeds", "1", "--steps", "20",
         "--checkpoint-every", "10",
         "--png", str(tmp_path / "figure.png"), "--json", str(tmp_path / "runs.json"),

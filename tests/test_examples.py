@@ -114,7 +114,7 @@ def test_static_arithmetic_demo_trains_prints_and_exports(tmp_path):
          "argument --seeds: expected a positive integer, got '0'"),
         ("recurrent_arithmetic", ["--steps", "2.5"],
          "argument --steps: expected a positive integer, got '2.5'"),
-        ("identity_extrapolation", ["--learning-rate", "inf"],
+        ("identity", ["--learning-rate", "inf"],
          "argument --learning-rate: expected a finite number greater than 0 "
          "(at least 1.2e-38), got 'inf'"),
     ],

@@ -22,7 +22,7 @@ from nalu_research.tasks.identity import (
 )
 from tests.processes import run_in_process, tensorboard_scalars
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "identity_extrapolation.py"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "identity.py"
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -149,7 +149,7 @@ def test_invalid_arguments_raise(kwargs, message):
 def test_example_trains_prints_table_5_and_writes_the_plot_and_json(tmp_path):
     runs = tmp_path / "runs.json"
     result = run_in_process(
-        "identity_extrapolation",
+        "identity",
          "--steps", "20", "--seeds", "2", "--models", "ReLU", "CReLU", "NAC",
          "--json", str(runs), "--strategy", "mirrored",
          "--tensorboard", str(tmp_path / "tb"),

@@ -209,7 +209,7 @@ def test_benchmark_splits_its_seeds_over_two_workers(tmp_path):
     """The seed-batched benchmark under `--strategy multi-worker`: each worker
     trains its seeds, the results are gathered, and the chief's JSON equals a
     single process's run of all the seeds."""
-    benchmark = Path(__file__).resolve().parents[1] / "examples/arithmetic_benchmark.py"
+    benchmark = Path(__file__).resolve().parents[1] / "examples/units_benchmark.py"
 
     def command(name, strategy):
         return [

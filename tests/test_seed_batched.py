@@ -38,7 +38,7 @@ from tests.processes import (
 pytestmark = pytest.mark.backends
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHMARK = ROOT / "examples" / "arithmetic_benchmark.py"
+BENCHMARK = ROOT / "examples" / "units_benchmark.py"
 
 
 to_numpy = keras.ops.convert_to_numpy
@@ -499,7 +499,7 @@ def test_task_thresholds_follow_the_operation():
 @pytest.mark.research  # plots with matplotlib
 def test_benchmark_example_smoke_run(tmp_path):
     result = run_in_process(
-        "arithmetic_benchmark", "--seeds", "2", "--iterations", "40",
+        "units_benchmark", "--seeds", "2", "--iterations", "40",
          "--eval-every", "20", "--eval-size", "64", "--operations", "add", "mul",
          "--models", "nac", "relu6", "--json", str(tmp_path / "r.json"),
          "--tensorboard", str(tmp_path / "tb"),
@@ -536,7 +536,7 @@ def test_benchmark_example_smoke_run(tmp_path):
     assert len(data["runs"]) == 2 * 2 * 2
     assert (tmp_path / "r.png").stat().st_size > 1000  # beside the JSON
     again = run_in_process(
-        "arithmetic_benchmark", "--from-json", str(tmp_path / "r.json"),
+        "units_benchmark", "--from-json", str(tmp_path / "r.json"),
          "--png", str(tmp_path / "again.png"),
     )  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
@@ -548,7 +548,7 @@ def test_benchmark_example_smoke_run(tmp_path):
         part["arguments"] = {**data["arguments"], "models": [model]}
         (tmp_path / f"{model}.json").write_text(json.dumps(part))
     merged = run_in_process(
-        "arithmetic_benchmark", "--from-json", str(tmp_path / "nac.json"),
+        "units_benchmark", "--from-json", str(tmp_path / "nac.json"),
          str(tmp_path / "relu6.json"), "--png", str(tmp_path / "merged.png"),
     )  # fmt: skip
     assert merged.returncode == 0, merged.stderr[-3000:]
@@ -669,12 +669,10 @@ def test_counter_uniform_is_uniform_and_uncorrelated():
     ],
 )
 def test_benchmark_layer_options_are_checked_at_parse_time(option, message, capsys):
-    from nalu_research.experiments import arithmetic_benchmark
+    from nalu_research.experiments import units_benchmark
 
     with pytest.raises(SystemExit):
-        arithmetic_benchmark.ArithmeticBenchmark().parse_args(
-            ["--layer-option", *option]
-        )
+        units_benchmark.UnitsBenchmark().parse_args(["--layer-option", *option])
     assert message in capsys.readouterr().err
 
 
@@ -691,19 +689,19 @@ def test_benchmark_layer_options_are_checked_at_parse_time(option, message, caps
     ],
 )
 def test_benchmark_arguments_are_checked_by_their_argparse_types(argv, message, capsys):
-    from nalu_research.experiments import arithmetic_benchmark
+    from nalu_research.experiments import units_benchmark
 
     with pytest.raises(SystemExit):
-        arithmetic_benchmark.ArithmeticBenchmark().parse_args(argv)
+        units_benchmark.UnitsBenchmark().parse_args(argv)
     assert message in capsys.readouterr().err
 
 
 @pytest.mark.research
 def test_a_layer_option_configures_the_unit_the_engine_holds():
-    from nalu_research.experiments import arithmetic_benchmark
+    from nalu_research.experiments import units_benchmark
 
     argv = ["--layer-option", "nmru", "sign_retrieval", "true"]
-    options = arithmetic_benchmark.ArithmeticBenchmark().parse_args(argv).layer_options
+    options = units_benchmark.UnitsBenchmark().parse_args(argv).layer_options
     assert options == {"nmru": {"sign_retrieval": True}}
     bench = small("nmru", "mul", [0], layer_options=options)
     nau, nmru = bench.engine_model.layers
@@ -714,9 +712,9 @@ def test_a_layer_option_configures_the_unit_the_engine_holds():
 @pytest.mark.research
 def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
     from nalu_research.arguments import learning_rate
-    from nalu_research.experiments import arithmetic_benchmark
+    from nalu_research.experiments import units_benchmark
 
-    args = arithmetic_benchmark.ArithmeticBenchmark().parse_args(
+    args = units_benchmark.UnitsBenchmark().parse_args(
         ["--learning-rate", "0.01", "--learning-rate-drop", "100", "0.1"]
     )
     assert args.learning_rate_drop == [100, 0.1]
@@ -726,17 +724,15 @@ def test_benchmark_learning_rate_drop_is_a_keras_schedule(capsys):
     assert learning_rate(0.01) == 0.01
     for bad in (["-1", "0.1"], ["1.5", "0.1"], ["100", "0"], ["x", "0.1"]):
         with pytest.raises(SystemExit):
-            arithmetic_benchmark.ArithmeticBenchmark().parse_args(
-                ["--learning-rate-drop", *bad]
-            )
+            units_benchmark.UnitsBenchmark().parse_args(["--learning-rate-drop", *bad])
         assert "--learning-rate-drop expects" in capsys.readouterr().err
 
 
 @pytest.mark.research
 def test_benchmark_passes_layer_options():
-    from nalu_research.experiments import arithmetic_benchmark
+    from nalu_research.experiments import units_benchmark
 
-    args = arithmetic_benchmark.ArithmeticBenchmark().parse_args(
+    args = units_benchmark.UnitsBenchmark().parse_args(
         ["--layer-option", "nau", "centered_gradient", "true",
          "--layer-option", "nmru", "sign_retrieval", "true"]
     )  # fmt: skip
@@ -967,16 +963,16 @@ def test_an_invalid_target_raises_naming_the_argument(target, message):
     ],
 )  # fmt: skip
 def test_benchmark_targets_and_imports_are_checked(argv, message, capsys):
-    from nalu_research.experiments import arithmetic_benchmark
+    from nalu_research.experiments import units_benchmark
 
     with pytest.raises(SystemExit):
-        arithmetic_benchmark.ArithmeticBenchmark().parse_args(argv)
+        units_benchmark.UnitsBenchmark().parse_args(argv)
     assert message in capsys.readouterr().err
 
 
 @pytest.mark.research
 def test_benchmark_takes_a_users_module_and_targets(tmp_path, monkeypatch):
-    from nalu_research.experiments import arithmetic_benchmark
+    from nalu_research.experiments import units_benchmark
 
     (tmp_path / "engine_test_units.py").write_text(
         "import keras\n"
@@ -987,22 +983,20 @@ def test_benchmark_takes_a_users_module_and_targets(tmp_path, monkeypatch):
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
-    args = arithmetic_benchmark.ArithmeticBenchmark().parse_args(
+    args = units_benchmark.UnitsBenchmark().parse_args(
         ["--models", "nau-engine_test_units>Wide", "--operations", "add",
          "--target", "2*a-b", "--target", "a + b", "--import", "engine_test_units",
          "--layer-option", "engine_test_units>Wide", "centered_gradient", "true"]
     )  # fmt: skip
     assert args.operations == ["add", "2*a - b"]
-    assert arithmetic_benchmark.display_name(args.models[0]) == "NAU-Wide"
-    assert arithmetic_benchmark.symbol("2*a - b") == "2*a - b"
-    assert arithmetic_benchmark.symbol("square") == "a^2"
+    assert units_benchmark.display_name(args.models[0]) == "NAU-Wide"
+    assert units_benchmark.symbol("2*a - b") == "2*a - b"
+    assert units_benchmark.symbol("square") == "a^2"
 
 
 WRITING_A_UNIT = ROOT / "docs" / "writing-a-unit.md"
 # The page's command: its bash block that runs the benchmark.
-PAGE_COMMAND = re.compile(
-    r"```bash\n(python examples/arithmetic_benchmark\.py[^`]*)```"
-)
+PAGE_COMMAND = re.compile(r"```bash\n(python examples/units_benchmark\.py[^`]*)```")
 
 
 @pytest.mark.research  # plots with matplotlib
@@ -1016,14 +1010,14 @@ def test_the_writing_a_unit_page_benchmarks_its_unit_and_a_target(tmp_path):
     (tmp_path / "my_units.py").write_text(module, encoding="utf-8")
     (command,) = PAGE_COMMAND.findall(page)
     python, script, *argv = shlex.split(command.replace("\\\n", " "))
-    assert (python, script) == ("python", "examples/arithmetic_benchmark.py")
+    assert (python, script) == ("python", "examples/units_benchmark.py")
     assert argv[:2] == ["--import", "my_units"] and "--target" in argv
     budget = ["--seeds", "2", "--iterations", "40", "--eval-every", "20",
               "--eval-size", "64", "--json", str(tmp_path / "record.json"),
               "--checkpoint-dir", str(tmp_path / "checkpoints")]  # fmt: skip
     saved_path = list(sys.path)
     try:
-        done = run_in_process("arithmetic_benchmark", *argv, *budget, cwd=tmp_path)
+        done = run_in_process("units_benchmark", *argv, *budget, cwd=tmp_path)
     finally:
         sys.path[:] = saved_path
     assert done.returncode == 0, done.stderr[-3000:]
@@ -1057,7 +1051,7 @@ def test_the_benchmark_trains_a_realnpu_without_its_gate_and_reports_sparsity(
     tmp_path,
 ):
     done = run_in_process(
-        "arithmetic_benchmark", "--models", "single-realnpu", "--layer-option",
+        "units_benchmark", "--models", "single-realnpu", "--layer-option",
         "realnpu", "gated", "false", "--operations", "div", "--seeds", "2",
         "--iterations", "20", "--eval-every", "10", "--eval-size", "64",
         "--json", str(tmp_path / "r.json"),

@@ -127,7 +127,7 @@ sys.exit(status)
         ("mnist_parity", ["--variants", "NAC", "--train-size", "8",
                           "--test-size", "8", "--batch-size", "8",
                           "--epochs", "1", "--dataset", "digits"]),
-        ("identity_extrapolation", ["--models", "NAC", "--seeds", "1",
+        ("identity", ["--models", "NAC", "--seeds", "1",
                                     "--steps", "4", "--checkpoint-every", "2"]),
         ("mystery_arithmetic", ["--models", "NAC", "--epochs", "1",
                                 "--train-size", "64", "--test-size", "64"]),

@@ -15,7 +15,7 @@ same loss, optimizer, batches and steps per compiled call):
   fresh programs from its `Batches` PyDataset, one step per call.
 
 And the seed-batched engine (`nalu_research.seed_batched`, which
-`arithmetic_benchmark` runs): NALU-NALU on a*b, batches of 128 of 100 inputs,
+`units_benchmark` runs): NALU-NALU on a*b, batches of 128 of 100 inputs,
 with 25 and with 150 runs in one program, timed over `--steps` iterations of
 `StaticBenchmark`'s compiled loop and given in ms per run-iteration (a step's
 time divided by its runs). Issue 13 measured a PyTorch loop of the same

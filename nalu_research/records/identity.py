@@ -1,6 +1,6 @@
 """Tables of docs/experiments/identity.md, from the records beside the page."""
 
-from nalu_research.experiments.identity_extrapolation import table_5_lines
+from nalu_research.experiments.identity import table_5_lines
 from nalu_research.records import record
 
 RECORD = "experiments/identity/identity_extrapolation.json"

@@ -1,6 +1,6 @@
 """Tables of docs/experiments/static-arithmetic.md, from the seed-batched
 benchmark's record `arithmetic_benchmark_full.json` (25 seeds, 50,000
-iterations); the helpers read any record of `examples/arithmetic_benchmark.py`.
+iterations); the helpers read any record of `examples/units_benchmark.py`.
 """
 
 import numpy as np

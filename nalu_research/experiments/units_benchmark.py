@@ -23,9 +23,9 @@ a collective, without a shared filesystem; the chief writes them. On one host
 the runs of a model are one batched graph that already uses every core, so
 `--strategy mirrored` trains them as `default` does.
 
-    python examples/arithmetic_benchmark.py --quick
-    python examples/arithmetic_benchmark.py --seeds 25 --iterations 50000
-    python examples/arithmetic_benchmark.py --from-json a.json b.json  # merged
+    python examples/units_benchmark.py --quick
+    python examples/units_benchmark.py --seeds 25 --iterations 50000
+    python examples/units_benchmark.py --from-json a.json b.json  # merged
 
 A target is one of the paper's operations (`--operations`) or any expression
 of the inputs a and b (`--target "2*a - b"`, parsed by SymPy), and a model
@@ -33,7 +33,7 @@ may use a unit of the user's own: `--import my_units` imports the module
 `my_units` (from the current folder or `sys.path`), so that a unit it
 registers as `"my_units>Power"` is named in a model, `"nau-my_units>Power"`:
 
-    python examples/arithmetic_benchmark.py --import my_units \
+    python examples/units_benchmark.py --import my_units \
         --models nau 'nau-my_units>Power' --target "2*a - b" --target "a**2*b"
 """
 
@@ -418,7 +418,7 @@ def plot(results, args, plt):
     return fig
 
 
-class ArithmeticBenchmark(Experiment):
+class UnitsBenchmark(Experiment):
     # Its --help description is the module docstring's first paragraph.
 
     replays = (
@@ -454,7 +454,7 @@ class ArithmeticBenchmark(Experiment):
     }
     # `--json`'s default, with the suffixes of --signed and --two-inputs
     # (`check_arguments` sets it).
-    record_path = "results/arithmetic_benchmark{_signed}{_two_inputs}.json"
+    record_path = "results/units_benchmark{_signed}{_two_inputs}.json"
     checkpoints = True
     run_unit = "model"
     seconds = None  # the saved runs' wall time (--from-json)
@@ -542,7 +542,7 @@ class ArithmeticBenchmark(Experiment):
                 "two_inputs",
             ):
                 setattr(args, name, saved["arguments"][name])
-            args.png = args.png or Path("results/arithmetic_benchmark_from_json.png")
+            args.png = args.png or Path("results/units_benchmark_from_json.png")
         defaults = QUICK if args.quick else {**QUICK, "seeds": 25, "iterations": 50_000}
         for name, value in defaults.items():
             if getattr(args, name) is None:
@@ -550,7 +550,7 @@ class ArithmeticBenchmark(Experiment):
         if args.json is None:
             signed = "_signed" if args.signed else ""
             two = "_two_inputs" if args.two_inputs else ""
-            args.json = Path(f"results/arithmetic_benchmark{signed}{two}.json")
+            args.json = Path(f"results/units_benchmark{signed}{two}.json")
 
     def prepare(self, args, session):
         self.folders = []
@@ -656,7 +656,7 @@ class ArithmeticBenchmark(Experiment):
 
 
 def main(argv=None):
-    return ArithmeticBenchmark().main(argv)
+    return UnitsBenchmark().main(argv)
 
 
 if __name__ == "__main__":

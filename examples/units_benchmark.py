@@ -1,6 +1,6 @@
-"""Identity extrapolation (Trask et al. 2018, Section 1.1, Figure 1, Table 5).
+"""Benchmark: the static arithmetic task over many seeds, measured two ways.
 
-A thin command line over `nalu_research.experiments.identity_extrapolation`,
+A thin command line over `nalu_research.experiments.units_benchmark`,
 where the experiment is written. `--help` lists its options.
 `--backend` picks the Keras backend; the default is the one measured fastest for it.
 """
@@ -8,4 +8,4 @@ where the experiment is written. `--help` lists its options.
 from nalu_research.backends import run
 
 if __name__ == "__main__":
-    raise SystemExit(run("identity_extrapolation"))
+    raise SystemExit(run("units_benchmark"))

@@ -32,11 +32,11 @@ training range (`table_mae`, `train_range_mae`): a progress line shows them
 with the loss and the time left, then a line per finished run; with
 `--tensorboard DIR` they are written against the step, a folder per run
 (DIR/MODEL/SEED). The results go to `--json` (default
-results/identity_extrapolation.json), the Figure 1 plot beside it (`--png`).
+results/identity.json), the Figure 1 plot beside it (`--png`).
 
-    python examples/identity_extrapolation.py              # 3 seeds, about 4 min
-    python examples/identity_extrapolation.py --quick      # 1 seed, 300 steps
-    python examples/identity_extrapolation.py --models ReLU NAC --seeds 10
+    python examples/identity.py              # 3 seeds, about 4 min
+    python examples/identity.py --quick      # 1 seed, 300 steps
+    python examples/identity.py --models ReLU NAC --seeds 10
 """
 
 import time
@@ -126,7 +126,7 @@ def table_5_lines(runs, names):
     return markdown_table(header, table, align="<>>>>")
 
 
-class IdentityExtrapolationExperiment(Experiment):
+class IdentityExperiment(Experiment):
     """Identity extrapolation (Trask et al. 2018, Section 1.1, Figure 1, Table 5)."""
 
     arguments = {
@@ -138,7 +138,7 @@ class IdentityExtrapolationExperiment(Experiment):
         "batch_size": 128,
         "learning_rate": 1e-2,
     }
-    record_path = "results/identity_extrapolation.json"
+    record_path = "results/identity.json"
     checkpoints = True
     checkpoint_every = 1000
 
@@ -346,4 +346,4 @@ class IdentityExtrapolationExperiment(Experiment):
 
 
 def main(argv=None):
-    return IdentityExtrapolationExperiment().main(argv)
+    return IdentityExperiment().main(argv)

@@ -17,18 +17,20 @@ whose words an invalid value gets at parse time (`argument_type`).
 Arguments that change no run's figures (where files go, the strategy,
 TensorBoard) are `RUN_OPTIONS`: left out of the configuration a checkpoint
 resumes under.
+
+Building the parser and parsing import no Keras (nor `keras_nalu`, whose
+`__init__` imports it): `--help` answers at once, and the backend is
+imported after parsing (`nalu_research.experiment.Experiment.main`).
 """
 
 import argparse
 import dataclasses
 import math
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
-import keras
-
-from keras_nalu import validation
-from keras_nalu.training import STRATEGIES
 from nalu_research.backends import BACKENDS, DEFAULTS, TENSORFLOW_ONLY
 from nalu_research.monitoring import (
     add_tensorboard_argument,
@@ -38,7 +40,8 @@ from nalu_research.monitoring import (
 
 
 def argument_type(check, convert):
-    """An argparse `type` from a check of `keras_nalu.validation`: the text
+    """An argparse `type` from a check in the manner of `keras_nalu.validation`
+    (`check(name, value)`, raising its `InvalidValueError`): the text
     converted by `convert` (e.g. `int`), then checked; a text either rejects
     fails with the check's own words, `expected a positive integer, got
     '0'`."""
@@ -50,7 +53,9 @@ def argument_type(check, convert):
             value = text  # the check rejects it, in its words
         try:
             return check("value", value)
-        except validation.InvalidValueError as error:
+        except ValueError as error:  # an `InvalidValueError` says `expected`
+            if not hasattr(error, "expected"):
+                raise
             raise argparse.ArgumentTypeError(
                 f"expected {error.expected}, got {text!r}"
             ) from None
@@ -59,10 +64,34 @@ def argument_type(check, convert):
     return parse
 
 
-positive_int = argument_type(validation.positive_int, int)
-non_negative_int = argument_type(validation.non_negative_int, int)
-positive_float = argument_type(validation.positive_float, float)
-non_negative_float = argument_type(validation.non_negative_float, float)
+def _number(name, convert, least, expected):
+    """The check `name` of `keras_nalu.validation` as an argparse type (a
+    finite number at least `least`; `expected` its words), written again
+    here: `keras_nalu` imports Keras, which parsing does not. The test
+    tests/test_help.py holds the two to the same answers."""
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= least):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    parse.__name__ = name  # argparse's "invalid positive_int value"
+    return parse
+
+
+positive_int = _number("positive_int", int, 1, "a positive integer")
+non_negative_int = _number("non_negative_int", int, 0, "an integer >= 0")
+positive_float = _number(  # float32's smallest normal, as `validation`'s
+    "positive_float",
+    float,
+    1.1754944e-38,
+    "a finite number greater than 0 (at least 1.2e-38)",
+)
+non_negative_float = _number("non_negative_float", float, 0, "a finite number >= 0")
 
 
 def momentum(text):
@@ -255,6 +284,8 @@ def learning_rate(rate, drop=None):
     after `step` steps."""
     if drop is None:
         return rate
+    import keras
+
     step, factor = drop
     return keras.optimizers.schedules.PiecewiseConstantDecay(
         [int(step)], [rate, rate * factor]
@@ -270,8 +301,9 @@ def add_backend_argument(parser, experiment):
     """Adds `--backend` to the parser of `experiment` (a key of
     `nalu_research.backends.DEFAULTS`), for `--help` and the record of the
     run: `nalu_research.backends.run` has chosen the backend already, before
-    Keras was imported. Its value is the backend Keras runs on; a parser
-    given another one (Keras was imported first) exits with an error."""
+    Keras was imported. Its value is the backend Keras runs on (`main`
+    imports Keras on it after parsing); a parser given another one than
+    that of a Keras imported already exits with an error."""
     default = DEFAULTS[experiment]
     if experiment in TENSORFLOW_ONLY:
         choices = ("tensorflow",)
@@ -282,16 +314,26 @@ def add_backend_argument(parser, experiment):
     parser.add_argument(
         "--backend",
         choices=choices,
-        default=keras.backend.backend(),
+        default=running_backend(),
         action=_Backend,
         help=f"Keras backend, set before Keras is imported ({why})",
     )
 
 
+def running_backend():
+    """The backend Keras runs on: an imported Keras's, else the one it will
+    be imported with, `$KERAS_BACKEND` (`nalu_research.backends.run` sets
+    it), else tensorflow."""
+    keras = sys.modules.get("keras")
+    if keras is not None:
+        return keras.backend.backend()
+    return os.environ.get("KERAS_BACKEND") or "tensorflow"
+
+
 class _Backend(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
-        running = keras.backend.backend()
-        if values != running:
+        running = running_backend()
+        if "keras" in sys.modules and values != running:
             parser.error(
                 f"argument --backend: Keras was imported with the {running!r} "
                 f"backend before --backend {values} was read; run the "
@@ -311,6 +353,9 @@ RUN_OPTIONS = (
     "tensorboard",
     "keep_diverged",
 )
+
+# `keras_nalu.training.STRATEGIES`, for `--strategy` without importing Keras.
+STRATEGIES = ("default", "mirrored", "multi-worker")
 
 
 def add_training_arguments(

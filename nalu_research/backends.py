@@ -2,7 +2,9 @@
 
 Keras fixes its backend when it is first imported (`KERAS_BACKEND`), so an
 example chooses it first: `run(experiment)` reads `--backend`, checks it, sets
-`KERAS_BACKEND`, and only then imports the experiment and calls its `main`.
+`KERAS_BACKEND`, and only then imports the experiment and calls its `main`,
+which imports Keras after parsing (TensorFlow quietly first,
+`import_tensorflow_quietly`), so that `--help` imports no Keras at all.
 The backend is `--backend` when given, else `$KERAS_BACKEND` when set, else
 the experiment's entry in `DEFAULTS`: the backend measured fastest for it
 (tensorflow, with a note, when that one is not installed).
@@ -109,7 +111,8 @@ def run(experiment, argv=None):
     """Runs `nalu_research.experiments.<experiment>` on its backend.
 
     Chooses the backend (`choose_backend`), sets `KERAS_BACKEND`, imports the
-    experiment and returns `main(argv)`, whose parser reads `--backend` too.
+    experiment (which imports no Keras) and returns `main(argv)`, whose
+    parser reads `--backend` too.
 
     Args:
         experiment: A key of `DEFAULTS`, e.g. `"demo"`.
@@ -122,21 +125,23 @@ def run(experiment, argv=None):
         )
     argv = sys.argv[1:] if argv is None else list(argv)
     os.environ["KERAS_BACKEND"] = choose_backend(experiment, argv)
-    if os.environ["KERAS_BACKEND"] == "tensorflow":
-        import_tensorflow_quietly()
     module = importlib.import_module(f"nalu_research.experiments.{experiment}")
-    from keras_nalu import validation  # after KERAS_BACKEND: it imports Keras
-    from keras_nalu.checkpoints import CheckpointInUseError
-
     try:
         return module.main(argv)
-    except CheckpointInUseError as error:
-        # Another run holds the folder: said in a line, as argparse says
-        # what is wrong, with nothing of either run touched.
-        print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
-        return 1
-    except validation.InvalidValueError as error:
-        if error.name != "checkpoint_dir":
+    except (RuntimeError, ValueError) as error:
+        # Imported already where `main` raised them (they import Keras).
+        checkpoints = sys.modules.get("keras_nalu.checkpoints")
+        validation = sys.modules.get("keras_nalu.validation")
+        if checkpoints and isinstance(error, checkpoints.CheckpointInUseError):
+            # Another run holds the folder: said in a line, as argparse says
+            # what is wrong, with nothing of either run touched.
+            print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+            return 1
+        if not (
+            validation
+            and isinstance(error, validation.InvalidValueError)
+            and error.name == "checkpoint_dir"
+        ):
             raise
         # E.g. a checkpoint there that an earlier run kept (--keep-checkpoint).
         _fail(

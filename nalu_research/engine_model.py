@@ -7,18 +7,18 @@ an `EngineModel`: its configured layers, one per position, whose own `math`,
 runs' stacked weights (`nalu_research.seed_batched`). The package's units
 are found by their Keras registration (`LAYERS`), so a unit added to the
 package, or a user's own registered one, needs no change here.
+
+The models' names (`MODELS`, `unit_kinds` of them) need no Keras: importing
+this module imports none, and `LAYERS` reads the registry (importing Keras)
+when first asked for.
 """
 
 import argparse
 import contextlib
+import functools
 
-import keras
 import numpy as np
-from keras import ops
 
-from keras_nalu import ArithmeticUnit, validation
-from keras_nalu import ops as nalu_ops
-from keras_nalu.initializers import NMUUniform
 from nalu_research.tasks.metrics import sparsity_error
 
 HIDDEN = 2
@@ -37,11 +37,16 @@ MLP_ACTIVATIONS = (
 )
 
 
+@functools.cache
 def _package_units():
     """`{name: class}` of the package's arithmetic units (not the cells), by
     their class names in lower case: every `keras_nalu.ArithmeticUnit`
     registered under the package name, so a unit added to the package
     appears here with no change to this module."""
+    import keras
+
+    from keras_nalu import ArithmeticUnit
+
     found = {}
     for registered, cls in keras.saving.get_custom_objects().items():
         package, _, name = registered.partition(">")
@@ -56,9 +61,15 @@ def _package_units():
     return found
 
 
-# The unit layers, by the names the unit models use ("nau", "nmu", "npu", ...);
-# a unit of a user's own is named by its registered name ("package>Name").
-LAYERS = _package_units()
+def __getattr__(name):
+    # `LAYERS`: the unit layers, by the names the unit models use ("nau",
+    # "nmu", "npu", ...), read from Keras's registry when first asked for; a
+    # unit of a user's own is named by its registered name ("package>Name").
+    if name == "LAYERS":
+        return _package_units()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # Each unit model is two layers, input -> HIDDEN -> 1, of these kinds, or one
 # layer, input -> 1 (the single-unit tasks of Mistry et al.). Any other pair
 # of units is the model "first-second" (e.g. "nau-npu", "nau-my_units>Cube"),
@@ -81,8 +92,12 @@ MODELS = tuple(UNIT_MODELS) + MLP_ACTIVATIONS
 def unit_class(kind):
     """The unit class of the name `kind`: one of `LAYERS`, or a unit
     registered with Keras as `"package>Name"`; None if there is none."""
-    if kind in LAYERS:
-        return LAYERS[kind]
+    import keras
+
+    from keras_nalu import ArithmeticUnit
+
+    if kind in _package_units():
+        return _package_units()[kind]
     cls = keras.saving.get_registered_object(kind)
     if isinstance(cls, type) and issubclass(cls, ArithmeticUnit):
         return cls
@@ -120,7 +135,7 @@ def _invalid_model(model):
     return ValueError(
         f"Received an invalid value for `model`, expected one of {MODELS}, "
         "'first-second' of two unit names or 'single-name' of one (units: "
-        f"{', '.join(LAYERS)}, or a registered 'package>Name'). "
+        f"{', '.join(_package_units())}, or a registered 'package>Name'). "
         f"Received: model={model!r}"
     )
 
@@ -140,7 +155,7 @@ def check_options(options):
     if not ok:
         raise ValueError(
             "Received an invalid value for `layer_options`, expected None or "
-            f"{{kind: {{argument: value}}}} with kinds of {tuple(LAYERS)} or "
+            f"{{kind: {{argument: value}}}} with kinds of {tuple(_package_units())} or "
             f"registered 'package>Name'. Received: layer_options={options!r}"
         )
     return options
@@ -176,6 +191,8 @@ def _drawing_from(layer, generator):
 def _reseeded(initializer, dtype, generator):
     """`initializer` (as `add_weight` takes it: None is Keras's default)
     drawing from `generator` if it draws at random, else as it is."""
+    import keras
+
     if initializer is None and (dtype is None or "float" in str(dtype)):
         initializer = "glorot_uniform"  # add_weight's default
     if isinstance(initializer, (str, dict)):
@@ -231,6 +248,11 @@ class EngineModel:
     """
 
     def __init__(self, model, input_size, layer_options=None, nmu_center=None):
+        import keras
+
+        from keras_nalu import validation
+        from keras_nalu.initializers import NMUUniform
+
         self.kinds = unit_kinds(model)  # raises for an unknown model
         self.name = model
         input_size = validation.positive_int("input_size", input_size)
@@ -271,6 +293,8 @@ class EngineModel:
         weight after weight in the order the layers create them (whatever
         argument, if any, gave the initializer), so the weights depend on
         the seed alone."""
+        import keras
+
         generator = None if seed is None else keras.random.SeedGenerator(seed)
         built = []
         for layer, width in zip(self.layers, self.widths, strict=True):
@@ -289,6 +313,8 @@ class EngineModel:
         """`{f"{name}_{i}": weight}`: the weights of layer `i` of `layers`
         that its math reads (a unit's `unit_weights()`: trainable or not,
         but its penalty's step counter)."""
+        from keras_nalu import ArithmeticUnit
+
         return {
             f"{weight.name}_{i}": weight
             for i, layer in enumerate(layers)
@@ -304,6 +330,8 @@ class EngineModel:
         `({name: array}, {name: weight})`, the second the weights of the
         first seed's layers (their `trainable` and `constraint`). Seed `s`'s
         are those of `build(s)`, built once per distinct seed."""
+        from keras import ops
+
         seeds = list(seeds)
         drawn = {seed: self.weights(self.build(seed)) for seed in dict.fromkeys(seeds)}
         like = drawn[seeds[0]]
@@ -317,6 +345,11 @@ class EngineModel:
         """Outputs `(runs, batch, 1)` for inputs `(runs, batch, in)` and the
         stacked `weights` (`{f"{name}_{layer}": (runs, ...)}`), in training
         mode or not (the layers' `training` argument): each unit's `math`."""
+        import keras
+        from keras import ops
+
+        from keras_nalu import ops as nalu_ops
+
         if self.kinds is not None:
             h = x
             for i, unit in enumerate(self.layers):
@@ -355,6 +388,8 @@ class EngineModel:
         layer's effective kernel against that unit's own exact values
         (`effective_weights()["kernel"]`, `exact_values["kernel"]`), or None
         for an MLP or a unit without them."""
+        from keras import ops
+
         first = self.layers[0]
         values = getattr(first, "exact_values", {}).get("kernel")
         if self.kinds is None or values is None:
@@ -368,6 +403,9 @@ class EngineModel:
         """Run `index` of the stacked `weights` as a `keras.Sequential` of
         copies of the layers (a unit model's: an MLP's activation sits
         between its layers)."""
+        import keras
+        from keras import ops
+
         if self.kinds is None:
             raise ValueError(
                 "keras_model builds the unit models, not "

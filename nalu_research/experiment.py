@@ -63,12 +63,11 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-import keras
 import numpy as np
 
-from keras_nalu.training import Progress, fit
 from nalu_research import arguments as shared
 from nalu_research import runs
+from nalu_research.backends import import_tensorflow_quietly
 from nalu_research.monitoring import (
     add_output_arguments,
     input_file,
@@ -79,7 +78,6 @@ from nalu_research.monitoring import (
     tensorboard,
 )
 from nalu_research.serving import can_export, export_and_serve
-from nalu_research.tasks import batches
 
 # The packages whose versions a record carries.
 VERSIONED = ("keras", "tensorflow", "jax", "torch", "numpy")
@@ -128,6 +126,8 @@ class Session:
         a progress line, TensorBoard's scalars with `--tensorboard`, and its
         speed kept under `key` for the record (`ms_per_run_iteration`).
         Returns `bench.run`'s result."""
+        from keras_nalu.training import Progress
+
         folder = str(key) if folder is None else folder
         log = self.callbacks(folder)
         iterations = self.args.iterations
@@ -157,6 +157,8 @@ class Session:
         divergence reported (`what` names it, default the parts), and a kept
         checkpoint holding more than asked an error on `continued_by` (e.g.
         "--steps", `per_epoch` of them an epoch)."""
+        from keras_nalu.training import fit
+
         folder = self.checkpoint(*parts)
         with runs.exits_on_longer_checkpoint(
             continued_by or "--epochs", folder, per_epoch
@@ -185,6 +187,10 @@ class Session:
         checkpointed as `fit` (its folder named by `parts` and the seed, its
         configuration `config` with the seed and the arguments that change
         the run). Returns `fit`'s result."""
+        import keras
+
+        from nalu_research.tasks import batches
+
         args = self.args
         keras.utils.set_random_seed(seed)
         changing = ("examples", "batch_size", "learning_rate", "backend")
@@ -392,6 +398,10 @@ class Experiment:
         """The checked arguments of `argv` (default `sys.argv[1:]`)."""
         parser = self.parser()
         args = parser.parse_args(argv)
+        if "keras" not in sys.modules:  # imported from now on, on its backend
+            os.environ["KERAS_BACKEND"] = args.backend
+            if args.backend == "tensorflow":  # its start-up lines left out
+                import_tensorflow_quietly()
         args.keep_diverged = getattr(args, "keep_diverged", False)
         if self.replays is not None and args.from_json:  # read, then checked
             args.records = [read_record(path, parser) for path in args.from_json]
@@ -405,12 +415,17 @@ class Experiment:
         return args
 
     def main(self, argv=None):
-        """Runs the experiment on the command line `argv`."""
+        """Runs the experiment on the command line `argv`. Keras (and
+        TensorFlow, quietly, on its backend) is imported once argparse has
+        parsed (`parse_args`), so that `--help` and a rejected value answer
+        at once; `check_arguments` may import it."""
         args = self.parse_args(argv)
         started = self.started = time.perf_counter()
         session = self.session = Session(args)
         if self.replays is not None and args.from_json:
             return self.replay(args)
+        from keras_nalu.training import Progress
+
         if self.checkpoints:
             session.strategy = runs.create_strategy(args)
             session.checkpoints = runs.Checkpoints(args, session.strategy)
@@ -546,6 +561,8 @@ def record_of(experiment, args, rows, seconds, fields=None):
     names), `runs` (every row), `seconds` (the wall time) and `finished`
     (UTC), then `fields`, which win.
     """
+    import keras
+
     arguments = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     budget = ("steps", "epochs", "iterations", "updates", "batch_size")
     seeds = ("seed", "seeds", "first_seed", "runs")

@@ -1,28 +1,25 @@
 """What a long experiment shows while it runs and leaves behind: metrics
 evaluated after every epoch (`Evaluation`), TensorBoard scalars
-(`TensorBoardScalars`, `--tensorboard DIR`) and the PNG plot beside the JSON
-results (`png_path`, `save_png`).
+(`TensorBoardScalars`, `--tensorboard DIR`), its tables (`markdown_table`)
+and the PNG plot beside the JSON results (`png_path`, `save_png`).
 
 The progress lines themselves are `keras_nalu.training.Progress`, which
 `keras_nalu.training.fit` prints and the seed-batched engine updates.
+
+Importing it imports no Keras: the two callbacks subclass Keras's, so they
+live in `nalu_research.callbacks`, which their names here load on first use.
 """
 
 import argparse
 import importlib.util
 import io
 import json
-import math
-import numbers
 import re
 import sys
 import tempfile
 from pathlib import Path
 
-import keras
 import numpy as np
-
-from keras_nalu.training import moving_averages, training_step
-from keras_nalu.validation import invalid
 
 INSTALL_RESEARCH = (
     'install the research extra (pip install ".[research]" in a checkout of '
@@ -182,6 +179,8 @@ def markdown_table(header, rows, align=None):
     for index, row in enumerate(rows):
         cells = [str(cell) for cell in row]
         if len(cells) != len(table[0]):
+            from keras_nalu.validation import invalid
+
             raise invalid(
                 f"rows[{index}]",
                 f"{len(table[0])} cells, as many as the header (it has {len(cells)})",
@@ -193,6 +192,8 @@ def markdown_table(header, rows, align=None):
         lines = [_markdown_row(cells) for cells in table]
         return [lines[0], separator, *lines[1:]]
     if len(align) != len(table[0]) or set(align) - set("<>"):
+        from keras_nalu.validation import invalid
+
         raise invalid("align", f"one of '<' or '>' per column ({len(table[0])})", align)
     widths = [max(map(len, column)) for column in zip(*table, strict=True)]
     lines = [
@@ -230,6 +231,8 @@ def tensorboard(args, *run):
     the callbacks to add, last, to a run named by the parts `run`."""
     if args.tensorboard is None:
         return []
+    from nalu_research.callbacks import TensorBoardScalars
+
     return [TensorBoardScalars(Path(args.tensorboard).joinpath(*map(str, run)))]
 
 
@@ -290,84 +293,6 @@ def pyplot():
     return plt
 
 
-class Evaluation(keras.callbacks.Callback):
-    """Adds `evaluate(model)` (a dict of numbers) to the logs of every epoch.
-
-    `keras_nalu.training.fit` keeps what a callback adds to the logs in the
-    run's history (a resumed run too), its progress lines print it, and a
-    `TensorBoardScalars` after it in the callbacks writes it.
-
-    With `averages=True` (for an optimizer with `use_ema`) the model is
-    evaluated with the optimizer's moving averages of its weights, the
-    weights the run will end with, and then gets its own weights back;
-    `live=True` adds the evaluation of its own (last) weights beside them,
-    each name prefixed with `live_`.
-    """
-
-    def __init__(self, evaluate, averages=False, live=False):
-        super().__init__()
-        if live and not averages:
-            raise ValueError(
-                "Evaluation: live=True evaluates the last weights beside the "
-                "moving averages; it needs averages=True"
-            )
-        self.evaluate = evaluate
-        self.averages = averages
-        self.live = live
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is None:
-            return
-        if self.live:
-            logs.update({f"live_{k}": v for k, v in self.evaluate(self.model).items()})
-        if not self.averages:
-            logs.update(self.evaluate(self.model))
-            return
-        with moving_averages(self.model):
-            logs.update(self.evaluate(self.model))
-
-
-class TensorBoardScalars(keras.callbacks.Callback):
-    """Writes every number of an epoch's logs to TensorBoard, against the
-    training step (the optimizer's iterations) at the end of the epoch.
-
-    Keras's own `keras.callbacks.TensorBoard` closes its files at the end of
-    every `model.fit` call, and `keras_nalu.training.fit` calls `model.fit`
-    once per epoch (to checkpoint between them), so it would leave one events
-    file per epoch; this one keeps one file open for the whole run, and is
-    the same writer for the loops that are not `model.fit` (`write`).
-
-    Args:
-        log_dir: The run's folder (created when missing). A resumed run
-            writes a new events file beside the first; TensorBoard reads both.
-        prefix: Put before every tag, e.g. `"train/"`.
-    """
-
-    def __init__(self, log_dir, prefix=""):
-        super().__init__()
-        import tensorflow as tf
-
-        self._tf = tf
-        self.log_dir = Path(log_dir)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.prefix = prefix
-        self._writer = tf.summary.create_file_writer(str(self.log_dir))
-
-    def write(self, step, values):
-        """Writes the finite numbers of `values` (`{tag: value}`) at `step`."""
-        with self._writer.as_default(step=int(step)):
-            for tag, value in values.items():
-                if isinstance(value, numbers.Real) and math.isfinite(value):
-                    self._tf.summary.scalar(self.prefix + tag, float(value))
-        self._writer.flush()
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.write(training_step(self.model), logs or {})
-
-    def close(self):
-        self._writer.close()
-
-
 def spread_and_solved(values, below):
     """Two table cells of per-seed errors: `median [min, max]` (`1.2e-03
     [...]`) and how many are at most `below` (`7/10`)."""
@@ -376,3 +301,11 @@ def spread_and_solved(values, below):
         f"{np.median(values):.1e} [{values.min():.1e}, {values.max():.1e}]",
         f"{int(np.sum(values <= below))}/{len(values)}",
     )
+
+
+def __getattr__(name):
+    if name in ("Evaluation", "TensorBoardScalars"):  # Keras's: on first use
+        from nalu_research import callbacks
+
+        return getattr(callbacks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,11 +17,6 @@ checkpoints resumable beside it). Mistry et al.'s recipes are values of it
 import dataclasses
 from typing import Any
 
-import keras
-from keras import ops
-
-from keras_nalu import validation
-from keras_nalu.initializers import NMUUniform
 from nalu_research.engine_model import check_options
 
 # The settings a checkpoint written before they existed does not name: each
@@ -49,6 +44,8 @@ def l1_beta(step, start, end, every=10_000, growth=10.0):
     >>> [f"{float(l1_beta(s, 1e-7, 1e-5)):.0e}" for s in (1, 10_000, 10_001, 20_001)]
     ['1e-07', '1e-07', '1e-06', '1e-05']
     """
+    from keras import ops
+
     start = ops.convert_to_tensor(start, "float32")
     stage = ops.floor((ops.cast(step, "float32") - 1.0) / float(every))
     # Late stages overflow to inf, which `end` bounds; but 0 * inf is NaN.
@@ -110,6 +107,11 @@ class Recipe:
     nmu_center: float | None = None
 
     def __post_init__(self):
+        import keras
+
+        from keras_nalu import validation
+        from keras_nalu.initializers import NMUUniform
+
         def check(name, test):
             value = getattr(self, name)
             if value is not None:
@@ -168,6 +170,8 @@ class Recipe:
         its Keras config), and every setting, but those that a checkpoint
         written before they existed does not name when they keep their
         default (`_SINCE_LATER`); the L1 penalty of `operations` alone."""
+        import keras
+
         found = {
             "batch_size": self.batch_size,
             "learning_rate": self.learning_rate,
@@ -194,6 +198,8 @@ class Recipe:
 
 def _schedule(value):
     """`(strength, start, end)` of a penalty schedule, checked."""
+    from keras_nalu import validation
+
     ok = isinstance(value, (tuple, list)) and len(value) == 3
     if ok:
         try:
@@ -214,6 +220,8 @@ def _schedule(value):
 
 def _l1_pairs(value):
     """`{operation: (start, end)}` of an `l1` value (`""`: every operation)."""
+    from keras_nalu import validation
+
     pairs = value if isinstance(value, dict) else {"": value}
     try:
         checked = {}

@@ -10,19 +10,14 @@ import json
 import sys
 from pathlib import Path
 
-import keras
 import numpy as np
-
-from keras_nalu.training import (
-    CheckpointAheadError,
-    keep_checkpoint,
-    remove_checkpoint,
-)
 
 
 def steps_per_execution(steps):
     """`steps` for `model.compile`, or 1 on the torch backend, whose trainer
     runs one step per call."""
+    import keras
+
     return 1 if keras.backend.backend() == "torch" else steps
 
 
@@ -50,6 +45,8 @@ def exits_on_longer_checkpoint(option, checkpoint_dir, per_epoch=1):
     this run holds more epochs than asked) ends the script with an error on
     `option` that says the least value to pass: the checkpoint's epochs
     times `per_epoch` (e.g. `--checkpoint-every` for `--steps`)."""
+    from keras_nalu.training import CheckpointAheadError
+
     try:
         yield
     except CheckpointAheadError as error:
@@ -102,6 +99,8 @@ def create_strategy(args):
     TensorFlow's distribution engine): on another, this exits with status 2
     and says so, as argparse does for an invalid argument.
     """
+    import keras
+
     backend = keras.backend.backend()
     if args.strategy != "default" and backend != "tensorflow":
         print(
@@ -163,6 +162,8 @@ class Checkpoints:
     def remove(self):
         """Deletes the runs' checkpoints (only them): the script finished.
         With `--keep-checkpoint`, says where they stay instead."""
+        from keras_nalu.training import keep_checkpoint, remove_checkpoint
+
         if not is_chief(self.strategy):
             return
         if self.keep:

@@ -18,10 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import keras
 import numpy as np
-
-from keras_nalu import export_saved_model
 
 
 @dataclasses.dataclass
@@ -48,6 +45,8 @@ def can_export(what):
     """Whether `keras_nalu.export_saved_model` runs on this backend (on
     tensorflow and jax, not on torch); when it does not, prints that `what`
     (e.g. "the models") is not exported, and how to export it."""
+    import keras
+
     backend = keras.backend.backend()
     if backend in ("tensorflow", "jax"):
         try:  # the export imports it anyway
@@ -71,6 +70,8 @@ def export_and_serve(exports, export_dir):
     on its inputs}}`, the outputs as lists (a dict of them for a model with
     named outputs; text decoded).
     """
+    from keras_nalu import export_saved_model
+
     root = Path(export_dir)
     paths = {}
     for export in exports:

@@ -8,16 +8,15 @@ experiments test it). The loss is one per output, summed: each seed's
 gradient is its own. First contact and number words train their seeds so.
 """
 
-import keras
 import numpy as np
-
-from nalu_research.monitoring import Evaluation
 
 
 def seeded(build, seeds):
     """`[build(seed) for seed in seeds]`, each called right after
     `keras.utils.set_random_seed(seed)`: each seed's model as if built
     alone."""
+    import keras
+
     built = []
     for seed in seeds:
         keras.utils.set_random_seed(seed)
@@ -42,6 +41,7 @@ def seed_errors(seeds, data, error, metric, median=None):
     one call of the side-by-side model and each seed's
     `error(output, x, y)` (a float) under `metric(split, seed)`; with
     `median`, their median too, under `median(split)`."""
+    from nalu_research.callbacks import Evaluation
 
     def evaluate(model):
         values = {}

@@ -8,7 +8,6 @@ depend on the runs beside it, and a resumed run draws the same ones.
 import zlib
 
 import numpy as np
-from keras import ops
 
 from nalu_research.tasks.static_arithmetic import TARGETS
 
@@ -21,6 +20,8 @@ _MIX = ((16, 0x7FEB352D), (15, 0x846CA68B - 2**32), (16, None))
 
 
 def _mix(x):
+    from keras import ops
+
     for shift, multiplier in _MIX:
         x = ops.bitwise_xor(
             x, ops.bitwise_and(ops.right_shift(x, shift), (1 << (32 - shift)) - 1)
@@ -52,6 +53,8 @@ def counter_uniform(streams, step, shape, low, high):
         low: Lower bound.
         high: Upper bound.
     """
+    from keras import ops
+
     size = int(np.prod(shape))
     keys = _mix(
         ops.bitwise_xor(_mix(ops.cast(streams, "int32")), ops.cast(step, "int32"))

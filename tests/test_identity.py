@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_nalu import NAC
-from nalu_research.layers import crelu
+from nalu_research.layers import crelu, leaky_relu, threshold
 from nalu_research.tasks.identity import (
     ACTIVATIONS,
     MODELS,
@@ -16,9 +16,7 @@ from nalu_research.tasks.identity import (
     figure_inputs,
     identity_batches,
     identity_model,
-    leaky_relu,
     table_inputs,
-    threshold,
 )
 from tests.processes import run_in_process, tensorboard_scalars
 

@@ -22,15 +22,11 @@ them seed for seed).
 
 import math
 
-import keras
-from keras import ops
-
 from nalu_research.arguments import Shared, non_negative_int, positive_float
 from nalu_research.engine_model import HIDDEN
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
 from nalu_research.recipe import Recipe
-from nalu_research.seed_batched import StaticBenchmark
 from nalu_research.tasks import wilson_interval
 
 # Seeds 0-49 on the tensorflow backend
@@ -57,6 +53,8 @@ def initial_splits(bench):
     slice. Near 0 the NAU is undecided which unit sums which slice: on the
     anchor task such starts are the runs that stay stuck or solve late
     (`docs/experiments/units-benchmark.md`)."""
+    from keras import ops
+
     kernel = ops.convert_to_numpy(_nau_kernel(bench))  # (runs, inputs, 2)
     return [
         float(d[a].sum() - d[b].sum())
@@ -72,6 +70,8 @@ def set_initial_splits(bench, targets):
     subtracting it from `W[i, 1]` on the inputs only in its `a` slice, the
     smallest even change that does it (`c` is about 0.02 for a move of
     0.6 over 13 inputs). Returns the splits after the move."""
+    from keras import ops
+
     kernel = ops.convert_to_numpy(_nau_kernel(bench)).copy()
     splits = initial_splits(bench)
     for i, ((a, _), target) in enumerate(zip(_only_masks(bench), targets, strict=True)):
@@ -96,6 +96,8 @@ def _nau_kernel(bench):
 def _only_masks(bench):
     """Per run, the boolean masks of the inputs only in `a`, only in `b`
     (from the benchmark's masks of its slices)."""
+    from keras import ops
+
     masks = ops.convert_to_numpy(bench._masks) > 0  # (runs, inputs, 2)
     a, b = masks[..., 0], masks[..., 1]
     return list(zip(a & ~b, b & ~a, strict=True))
@@ -168,11 +170,15 @@ class AnchorSplit(Experiment):
             f"NAU-NMU on a*b: seeds {args.stuck} with their split moved to "
             f"+-{args.target:g}, seeds {args.solved} with theirs moved to 0 "
             f"(small: |split| < {SMALL_SPLIT}); {args.iterations:,} iterations on "
-            f"{keras.backend.backend()}."
+            f"{args.backend}."
         )
 
     def train(self, args, run, session):
         """Both arms in one program: the per-seed rows."""
+        import keras
+
+        from nalu_research.seed_batched import StaticBenchmark
+
         keras.utils.set_random_seed(0)
         bench = StaticBenchmark(
             "nmu",

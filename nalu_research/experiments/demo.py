@@ -23,12 +23,10 @@ fresh process that imports only TensorFlow, on inputs no model has seen.
 
 import os
 
-import keras
 import numpy as np
 
-from keras_nalu import NALU, NAU, NMU
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.monitoring import markdown_table
 from nalu_research.serving import Export
 
 TRAIN_RANGE = (1.0, 10.0)
@@ -41,6 +39,8 @@ SERVED_INPUTS = np.array([[123.0, 456.0], [999.0, 1000.0], [0.5, 0.25]], "float3
 
 
 def relu_mlp():
+    import keras
+
     return [
         keras.layers.Dense(64, activation="relu"),
         keras.layers.Dense(64, activation="relu"),
@@ -48,17 +48,24 @@ def relu_mlp():
     ]
 
 
+def unit(name):
+    """The `keras_nalu` layer `name` with one output."""
+    import keras_nalu
+
+    return getattr(keras_nalu, name)(1)
+
+
 # For each task, the models in the order of the table: (name, layers).
 MODELS = {
     "a+b": {
         "ReLU MLP": relu_mlp,
-        "NALU (paper)": lambda: [NALU(1)],
-        "NAU": lambda: [NAU(1)],
+        "NALU (paper)": lambda: [unit("NALU")],
+        "NAU": lambda: [unit("NAU")],
     },
     "a*b": {
         "ReLU MLP": relu_mlp,
-        "NALU (paper)": lambda: [NALU(1)],
-        "NMU": lambda: [NMU(1)],
+        "NALU (paper)": lambda: [unit("NALU")],
+        "NMU": lambda: [unit("NMU")],
     },
 }
 
@@ -69,12 +76,16 @@ def sample(operation, n, value_range, seed):
 
 
 def relative_error(model, x, y):
+    import keras
+
     y_hat = keras.ops.convert_to_numpy(model(x, training=False)).astype("float64")
     return float(np.mean(np.abs(y_hat - y) / np.abs(y)))
 
 
 def build_model(operation, name):
     """The model of the row `name` of `operation`: 2 inputs, 1 output."""
+    import keras
+
     return keras.Sequential(
         [keras.Input((2,)), *MODELS[operation][name]()], name="model"
     )
@@ -145,6 +156,8 @@ class Demo(Experiment):
         """Trains the seeds of a row, silently (a line per row); with
         `--tensorboard`, each one's loss and relative errors on the test sets
         after every epoch."""
+        from nalu_research.monitoring import Evaluation
+
         operation, name = run
         (x, y), tests = self.data[operation]
         errors = {split: [] for split in tests}
@@ -206,7 +219,7 @@ class Demo(Experiment):
         print("\n".join(markdown_table([*header, "solved"], table, align="<<>><")))
         print(
             f"\nTrained {len(rows) * args.seeds} models in {seconds:.0f} s "
-            f"on the {keras.backend.backend()} backend."
+            f"on the {args.backend} backend."
         )
 
     def exports(self, args, rows):

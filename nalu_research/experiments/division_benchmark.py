@@ -47,12 +47,10 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_nalu import snap_weights
 from nalu_research.arguments import Shared, positive_float
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
 from nalu_research.recipe import Recipe
-from nalu_research.seed_batched import StaticBenchmark
 from nalu_research.serving import Export
 from nalu_research.tasks import wilson_bars, wilson_interval
 from nalu_research.tasks.static_arithmetic import MISTRY_RANGES, describe_range
@@ -244,6 +242,8 @@ class DivisionBenchmark(Experiment):
     def train(self, args, run, session):
         """Trains the seeds of the range `run`; returns its runs' rows, and
         keeps the first solved run that snapped to exact weights."""
+        from nalu_research.seed_batched import StaticBenchmark
+
         (index,) = run
         interpolation, extrapolation = MISTRY_RANGES[index]
         recipe = Recipe(
@@ -290,6 +290,8 @@ class DivisionBenchmark(Experiment):
     def exports(self, args, rows):
         """The snapped model of the first solved run on U[1, 2], else of the
         first range with one (none when no run solved)."""
+        from keras_nalu import snap_weights
+
         if not self.snapped:
             return []
         seed, bench = self.snapped.get(EXPORTED_RANGE) or next(

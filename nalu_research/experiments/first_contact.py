@@ -27,19 +27,15 @@ resumes from its checkpoints (`keras_nalu.training.fit`).
     python examples/first_contact.py --units NAC NAU --operations a+b a-b
 """
 
-import functools
 import warnings
 
-import keras
 import numpy as np
 
-from keras_nalu import INALU, snap_weights
 from nalu_research import side_by_side
 from nalu_research.arguments import Shared, add_selection
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
 from nalu_research.runs import resumed_total, steps_per_execution
-from nalu_research.seed_batched import LAYERS
 from nalu_research.side_by_side import output_name, outputs_of, seeded
 from nalu_research.tasks.first_contact import (
     EXTRAPOLATION_RANGE,
@@ -49,20 +45,12 @@ from nalu_research.tasks.first_contact import (
     sample,
 )
 
-# The rows: Dense, then each unit of the package (`seed_batched.LAYERS`, so a
-# unit added to the package is a row) as a user first writes it, `UNIT(1)`,
-# in the order of the paper and the later publications.
-_ORDER = ("nac", "nalu", "nau", "nmu", "nmru", "realnpu", "inalu")
-UNITS = {"Dense": functools.partial(keras.layers.Dense, 1)}
-_ranks = {kind: rank for rank, kind in enumerate(_ORDER)}
-for _kind in sorted(LAYERS, key=lambda kind: (_ranks.get(kind, len(_ORDER)), kind)):
-    _cls = LAYERS[_kind]
-    UNITS["iNALU" if _cls is INALU else _cls.__name__] = functools.partial(_cls, 1)
+# The rows' order: the paper's and the later publications'; a unit added to
+# the package (`engine_model.LAYERS`) comes after them (`units`).
+ORDER = ("Dense", "NAC", "NALU", "NAU", "NMU", "NMRU", "RealNPU", "iNALU")
 THRESHOLDS = (1e-6, 1e-4)  # the "solved" columns, on the extrapolation error
-# The rows whose trained models `keras_nalu.snap_weights` also snaps (every
-# unit's), the largest error it lets through on its own check sets, and their
-# size.
-SNAPPABLE = tuple(UNITS)[1:]
+# The largest error `keras_nalu.snap_weights` lets through on its own check
+# sets (every unit's row is snapped too).
 SNAP_RTOL = 1e-4
 EARLY_EPOCH = 20  # the first error column
 TEST_SIZE = 2000
@@ -78,12 +66,36 @@ TRAINING_ARGUMENTS = (
 )
 
 
+def units():
+    """`{row: layer class}`: Dense, then each unit of the package (its
+    registry, `engine_model.LAYERS`: a unit added to the package is a row),
+    named as its class (iNALU as its paper writes it), in `ORDER`."""
+    import keras
+
+    from nalu_research.engine_model import LAYERS
+
+    found = {"Dense": keras.layers.Dense}
+    for cls in LAYERS.values():
+        found["iNALU" if cls.__name__ == "INALU" else cls.__name__] = cls
+    ranks = {name: rank for rank, name in enumerate(ORDER)}
+    return dict(
+        sorted(found.items(), key=lambda item: (ranks.get(item[0], 99), item[0]))
+    )
+
+
+def unit_layer(unit):
+    """The layer of the row `unit` (of `units()`) with one output."""
+    return units()[unit](1)
+
+
 def build_model(unit, seeds):
     """A model of one input `(batch, 2)` and one output per seed, the
-    copy of `UNITS[unit]` built right after `set_random_seed(seed)`."""
+    copy of `unit_layer(unit)` built right after `set_random_seed(seed)`."""
+    import keras
+
     x = keras.Input((2,), name="x")
     outputs = seeded(
-        lambda seed: keras.layers.Identity(name=output_name(seed))(UNITS[unit]()(x)),
+        lambda seed: keras.layers.Identity(name=output_name(seed))(unit_layer(unit)(x)),
         seeds,
     )
     return keras.Model(x, outputs, name=unit)
@@ -119,12 +131,16 @@ def epoch_data(x, y, outputs, args, seed):
 
 def predictions(model, x):
     """Each seed's prediction on `x`, a list of `(n, 1)` arrays."""
+    import keras
+
     return [keras.ops.convert_to_numpy(o) for o in outputs_of(model, x)]
 
 
 def seed_errors(seeds, tests):
     """`Evaluation` after every epoch: each seed's relative error on each
     test set, `<split>/seed_<seed>`, and their median, `<split>_median`."""
+    import keras
+
     return side_by_side.seed_errors(
         seeds,
         tests,
@@ -138,6 +154,8 @@ def train_row(operation, unit, seeds, data, tests, args, session):
     """Trains the seeds of one row side by side on the `session`'s strategy,
     checkpointed in its folder OPERATION/UNIT; returns the `training.fit`
     result."""
+    import keras
+
     x, y = data
     evaluations, data_fn = epoch_data(x, y, len(seeds), args, seed=0)
     keras.utils.set_random_seed(0)
@@ -183,6 +201,10 @@ def snapped_errors(model, seeds, checks, tests):
     A unit of the layers' default penalty schedule (from step 20,000) trains
     here only before it starts, and `snap_weights` warns so: the warning
     is what a user meets, kept per seed (`penalty_warned`), not printed."""
+    import keras
+
+    from keras_nalu import snap_weights
+
     result = {"verified": [], "penalty_warned": [], **{split: [] for split in tests}}
     for i, _ in enumerate(seeds):
         copy = keras.Model(model.inputs[0], model.outputs[i])
@@ -253,7 +275,23 @@ class FirstContactExperiment(Experiment):
 
     def add_arguments(self, parser):
         add_selection(parser, "--operations", OPERATIONS, "the operations")
-        add_selection(parser, "--units", UNITS, "the units")
+        parser.add_argument(
+            "--units",
+            nargs="+",
+            metavar="UNIT",
+            help="the rows: Dense and the package's units by class name "
+            "(iNALU for INALU; default: all)",
+        )
+
+    def check_arguments(self, args, parser):
+        rows = list(units())  # the units' registry: Keras, on its backend now
+        unknown = [unit for unit in args.units or () if unit not in rows]
+        if unknown:
+            parser.error(
+                f"argument --units: invalid choice: {unknown[0]!r} (choose from "
+                f"{', '.join(rows)})"
+            )
+        args.units = args.units or rows
 
     def prepare(self, args, session):
         self.seeds = list(range(args.seeds))
@@ -274,7 +312,7 @@ class FirstContactExperiment(Experiment):
             f"One layer UNIT(1) on two inputs, {args.examples} training examples, "
             f"model.fit with Adam {args.learning_rate:g}, batch {args.batch_size}, "
             f"{args.epochs} epochs, seeds {self.seeds[0]}-{self.seeds[-1]} side by "
-            f"side; {keras.backend.backend()} backend.\n"
+            f"side; {args.backend} backend.\n"
         )
 
     def runs(self, args):
@@ -295,7 +333,7 @@ class FirstContactExperiment(Experiment):
                 split: result.history[f"{split}_median"] for split in SPLITS
             },
         }
-        if unit in SNAPPABLE:
+        if unit != "Dense":
             row["snapped"] = snapped_errors(
                 result.model, self.seeds, check_sets(operation), tests
             )
@@ -364,7 +402,7 @@ class FirstContactExperiment(Experiment):
         print(
             f"Trained {len(rows)} models of {len(self.seeds)} seeds in "
             f"{self.elapsed():.0f} s on the "
-            f"{keras.backend.backend()} backend."
+            f"{args.backend} backend."
         )
 
     def record(self, args, rows):

@@ -31,10 +31,8 @@ import math
 import time
 from pathlib import Path
 
-import keras
 import numpy as np
 
-from keras_nalu.training import Progress
 from nalu_research.arguments import (
     Shared,
     add_selection,
@@ -43,26 +41,36 @@ from nalu_research.arguments import (
     positive_int,
 )
 from nalu_research.experiment import Experiment
-from nalu_research.models.grid_world import (
-    AGENTS,
-    ActorCriticLoss,
-    agent_model,
-    play,
-    step_model,
-    training_batch,
-    zero_states,
-)
 from nalu_research.monitoring import input_file, markdown_table
 from nalu_research.serving import Export
 from nalu_research.tasks import grid_world
-from nalu_research.tasks.batches import one_batch
 from nalu_research.tasks.grid_world import vector_env
+
+# The agents, name: (label, the core's units beside its LSTM: the arguments
+# of `nalu_research.models.grid_world.agent_model`). The exact counter is not
+# in the paper: a diagonal NAUCell whose state weights start at 1 and whose
+# constant input can reach exactly 1.
+AGENTS = {
+    "a2c": ("A2C", {}),
+    "a2c_nac": ("A2C + NAC", {"nac_units": 4}),
+    "a2c_counter": ("A2C + exact counter", {"counter_units": 2}),
+}
 
 
 def fit_agent(agent, seed, args, session):
     """Trains one agent from `seed` for `--updates` updates (the epochs of
     `keras_nalu.training.fit`, each checkpointed); returns the fit result
     with the history of the episodes' mean reward and length per update."""
+    import keras
+
+    from nalu_research.models.grid_world import (
+        ActorCriticLoss,
+        agent_model,
+        play,
+        training_batch,
+    )
+    from nalu_research.tasks.batches import one_batch
+
     envs = vector_env(args.envs)
     built = {}
 
@@ -98,20 +106,25 @@ def fit_agent(agent, seed, args, session):
             "seed": seed,
             **{k: getattr(args, k) for k in TRAINING},
         },
-        callbacks=[played, *session.callbacks(agent, seed)],
+        callbacks=[
+            keras.callbacks.LambdaCallback(on_epoch_end=played.on_epoch_end),
+            *session.callbacks(agent, seed),
+        ],
         verbose=0,
     )
     envs.close()
     return result
 
 
-class EpisodeLog(keras.callbacks.Callback):
+class EpisodeLog:
     """Adds the mean reward and length of each update's episodes to the logs
     (so `fit` keeps them in its history, across a resume) and prints a
-    `Progress` line every `every` updates, with their means over those."""
+    `Progress` line every `every` updates, with their means over those (its
+    `on_epoch_end` is a `keras.callbacks.LambdaCallback`'s)."""
 
     def __init__(self, total, every, label):
-        super().__init__()
+        from keras_nalu.training import Progress
+
         self.every, self.last, self.recent = every, None, []
         self.progress = Progress(total, unit="update", label=label)
 
@@ -139,6 +152,8 @@ def evaluate(model, instructions, episodes, seed):
     """Plays `episodes` episodes for each T of `instructions`; per T the
     mean episode reward, its standard error, the fraction of episodes that
     reached the target and the median time of arrival."""
+    from nalu_research.models.grid_world import play
+
     envs = vector_env(episodes)
     rows = []
     for instruction in instructions:
@@ -302,7 +317,7 @@ class GridWorld(Experiment):
         frames = sum(sum(r["history"]["episode_length"]) * args.envs for r in rows)
         print(
             f"\nWall time: {time.perf_counter() - self.started:.0f} s on the "
-            f"{keras.backend.backend()} backend; {frames:,.0f} frames of training "
+            f"{args.backend} backend; {frames:,.0f} frames of training "
             "in all."
         )
 
@@ -315,6 +330,8 @@ class GridWorld(Experiment):
     def exports(self, args, rows):
         """Each agent of seed 0, saved as `grid_world_AGENT.keras` and
         exported for one step a call (`step_model`)."""
+        from nalu_research.models.grid_world import step_model
+
         exports = []
         for agent, model in self.agents.items():
             path = Path(args.export_dir) / f"grid_world_{agent}"
@@ -377,6 +394,8 @@ def beside_runs(parser, args):
 def step_inputs(model, batch, seed=0):
     """One step's inputs for `batch` episodes, first frames of the task, as
     the list `model.inputs` orders them: frame, instruction, states."""
+    from nalu_research.models.grid_world import zero_states
+
     envs = vector_env(batch)
     observation, _ = envs.reset(seed=seed)
     envs.close()

@@ -41,19 +41,17 @@ results/identity.json), the Figure 1 plot beside it (`--png`).
 
 import time
 
-import keras
 import numpy as np
 
 from nalu_research.arguments import Shared
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.monitoring import markdown_table
 from nalu_research.runs import (
     epoch_steps,
     mean_over_steps,
     steps_per_execution,
     stream_epochs,
 )
-from nalu_research.tasks.batches import array_batches
 from nalu_research.tasks.identity import (
     FIGURE_RANGE,
     MODELS,
@@ -83,6 +81,8 @@ TRAINING_ARGUMENTS = (
 def mean_errors(test_sets):
     """`Evaluation` after every epoch: the mean absolute error on the integers
     -1000..1000 (`table_mae`) and on the training range (`train_range_mae`)."""
+    from nalu_research.monitoring import Evaluation
+
     return Evaluation(
         lambda model: {
             f"{split}_mae": float(np.mean(absolute_errors(model, test_sets[split])))
@@ -182,6 +182,10 @@ class IdentityExperiment(Experiment):
     def train(self, args, run, session):
         """Trains one model from its seed (which also draws its inputs) and
         returns its errors on the test sets."""
+        import keras
+
+        from nalu_research.tasks.batches import array_batches
+
         name, seed = run
         print(f"{name}, seed {seed}:", flush=True)
         start = time.perf_counter()
@@ -266,7 +270,7 @@ class IdentityExperiment(Experiment):
         print(
             f"\nTrained {len(rows)} models in "
             f"{self.elapsed():.0f} s"
-            f" on the {keras.backend.backend()} backend."
+            f" on the {args.backend} backend."
         )
 
     def record(self, args, rows):

@@ -37,10 +37,8 @@ mystery-arithmetic experiment.
 
 import warnings
 
-import keras
 import numpy as np
 
-from keras_nalu import NALU, NAU, NMU, RealNPU, formulas, snap_weights
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table, spread_and_solved
 
@@ -60,28 +58,39 @@ CLIPNORM = 1.0
 
 
 def side_by_side(product_unit):
-    """`[NAU, UNIT] -> NAU`: sums and `product_unit`'s terms, then added."""
+    """`[NAU, UNIT] -> NAU`: sums and the terms of the `keras_nalu` unit
+    named `product_unit`, then added."""
 
     def build(x, schedule):
+        import keras
+
+        import keras_nalu
+        from keras_nalu import NAU
+
+        unit = getattr(keras_nalu, product_unit)
         sums = NAU(2, **schedule)(x)
-        terms = product_unit(2, kernel_initializer=NEAR_ZERO, **schedule)(x)
+        terms = unit(2, kernel_initializer=NEAR_ZERO, **schedule)(x)
         return NAU(1, **schedule)(keras.layers.Concatenate()([sums, terms]))
 
     return build
 
 
 def sum_then_product(x, schedule):
+    from keras_nalu import NAU, NMU
+
     return NMU(1, **schedule)(NAU(2, **schedule)(x))
 
 
 def two_nalus(x, schedule):
+    from keras_nalu import NALU
+
     return NALU(1)(NALU(2)(x))
 
 
 RECIPES = {
-    "[NAU, NMU] -> NAU": side_by_side(NMU),
+    "[NAU, NMU] -> NAU": side_by_side("NMU"),
     "NAU -> NMU": sum_then_product,
-    "[NAU, RealNPU] -> NAU": side_by_side(RealNPU),
+    "[NAU, RealNPU] -> NAU": side_by_side("RealNPU"),
     "NALU -> NALU": two_nalus,
 }
 # The rows: each formula with the shapes that can hold it, and the paper's.
@@ -115,6 +124,8 @@ def sample(formula, n, value_range, seed):
 
 
 def relative_error(model, x, y):
+    import keras
+
     y_hat = keras.ops.convert_to_numpy(model(x, training=False)).astype("float64")
     return float(np.mean(np.abs(y_hat - y)) / np.mean(np.abs(y)))
 
@@ -122,6 +133,8 @@ def relative_error(model, x, y):
 def snapped(model, held_out):
     """The model snapped to exact weights, or None where `snap_weights`
     refuses it (its held-out error above `SNAP_RTOL`)."""
+    from keras_nalu import snap_weights
+
     try:
         return snap_weights(model, {"held-out": held_out}, rtol=SNAP_RTOL, search=True)[
             0
@@ -160,6 +173,10 @@ class MixedFormulas(Experiment):
         return ROWS
 
     def train(self, args, run, session):
+        import keras
+
+        from keras_nalu import formulas
+
         formula, recipe, schedule = run
         data = self.data[formula]
         x, y = data["train"]

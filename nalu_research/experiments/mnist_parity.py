@@ -50,17 +50,15 @@ import re
 import time
 from pathlib import Path
 
-import keras
 import numpy as np
 
 from nalu_research.arguments import RUN_OPTIONS, Shared, add_selection, positive_int
 from nalu_research.experiment import Experiment
 from nalu_research.image_arguments import add_dataset_arguments, exits_without_data
 from nalu_research.models import mnist as models
-from nalu_research.monitoring import Evaluation, input_file, markdown_table, png_path
+from nalu_research.monitoring import input_file, markdown_table, png_path
 from nalu_research.runs import quiet_tensorflow_logger
 from nalu_research.tasks import mean_interval, mnist
-from nalu_research.tasks.batches import Shuffled
 
 # About 3.6 digit widths: 100 pixels for MNIST's 28x28 digits, 28 for the 8x8.
 CANVAS_SIZE = {"mnist": 100, "mnist5k": 100, "digits": 28}
@@ -217,7 +215,7 @@ class MnistParityExperiment(Experiment):
         self.wall = time.perf_counter() - self.started
         print(
             f"\nTrained and evaluated in {self.wall:.0f} s on the "
-            f"{keras.backend.backend()} backend."
+            f"{args.backend} backend."
         )
 
     def record(self, args, rows):
@@ -311,15 +309,15 @@ def canvases(args, n, seed, data):
     return x, mnist.parity_targets(digits)
 
 
-class FreshCanvases(keras.utils.PyDataset):
+class FreshCanvases:
     """The batches of one epoch of `--fresh-canvases`: `steps` batches of
     canvases of the digits `data`, batch `i` drawn from the seed
     `(TRAIN_SEED, epoch + 1, i + 1)`, the same for every variant and run
     seed and on resume; none of them is the fixed training set's (NumPy's
-    seeds ignore trailing zeros: `(1, 0, 0)` draws what `1` draws)."""
+    seeds ignore trailing zeros: `(1, 0, 0)` draws what `1` draws). `fit`
+    reads them as a `keras.utils.PyDataset` (`fit_variant`)."""
 
     def __init__(self, args, data, epoch):
-        super().__init__()
         self.args, self.data, self.epoch = args, data, epoch
 
     def __len__(self):
@@ -491,12 +489,27 @@ def fit_variant(variant, seed, args, data, session):
     inference mode (before, the running accuracy of the last epoch's batches
     as `model.fit` reported it while the weights still changed).
     """
+    import keras
+
+    from nalu_research.monitoring import Evaluation
+    from nalu_research.tasks.batches import Shuffled
 
     train, test = data["train"], data["test"]
 
+    class Fresh(keras.utils.PyDataset):  # a `FreshCanvases`, for `fit`
+        def __init__(self, epoch):
+            super().__init__()
+            self.batches = FreshCanvases(args, data["digits"], epoch)
+
+        def __len__(self):
+            return len(self.batches)
+
+        def __getitem__(self, i):
+            return self.batches[i]
+
     def batches(epoch):  # fixed per (seed, epoch): the same on resume
         if args.fresh_canvases:
-            return FreshCanvases(args, data["digits"], epoch)
+            return Fresh(epoch)
         return Shuffled(*train, args.batch_size, seed=(seed, epoch))
 
     config = {k: v for k, v in vars(args).items() if k not in IGNORED}

@@ -29,7 +29,6 @@ default results/mnist_supervised_DATASET_TARGET.json).
 
 import time
 
-import keras
 import numpy as np
 
 from nalu_research.arguments import Shared
@@ -143,8 +142,7 @@ class MnistSupervisedExperiment(Experiment):
         )
         print("\n".join(markdown_table(["seed", "test (%)", "training (%)"], table)))
         self.wall = time.perf_counter() - self.started
-        backend = keras.backend.backend()
-        print(f"\nTrained in {self.wall:.0f} s on the {backend} backend.")
+        print(f"\nTrained in {self.wall:.0f} s on the {args.backend} backend.")
 
     def record(self, args, rows):
         return {
@@ -158,6 +156,8 @@ class MnistSupervisedExperiment(Experiment):
 def build(args, image_shape):
     """The model `--target` trains, compiled: the encoder (`class`), or the
     addition model reading sequences of one image (`value`)."""
+    import keras
+
     if args.target == "class":
         model = models.digit_encoder(
             image_shape,
@@ -204,6 +204,8 @@ def train_seed(args, seed, train_data, test_data):
     """One seed: `args.epochs` epochs over the training images, each in an
     order and with shifts drawn from `(seed, epoch)`; returns the test
     accuracy after every epoch and the training images' after the last."""
+    import keras
+
     images, labels = train_data
     keras.utils.set_random_seed(seed)
     model = build(args, images.shape[1:])

@@ -38,28 +38,22 @@ the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
 
 import time
 
-import keras
 import numpy as np
 
-from keras_nalu import INALU, NAC, NALU, NAU, NMRU, NMU, formulas, snap_weights
-from keras_nalu.losses import NormalizedMeanSquaredError
 from nalu_research.arguments import Shared, positive_int
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.monitoring import markdown_table
 from nalu_research.tasks import SYMBOLS
-from nalu_research.tasks.batches import shuffled_epochs
 from nalu_research.tasks.first_contact import relative_error
 from nalu_research.tasks.mystery import MysteryArithmetic
 from nalu_research.tasks.static_arithmetic import describe_range
 
-BLOG_MODELS = {
-    "Dense-ReLU": lambda n: keras.layers.Dense(n, activation="relu"),
-    "NAC": NAC,
-    "NALU": NALU,
-    "iNALU": INALU,
-}
-# Ours: a NAU beside a product unit, then a NAU to the outputs.
-PRODUCT_UNITS = {"NAU-NMU": NMU, "NAU-NMRU": NMRU}
+# The blog's models, one layer each: the `keras_nalu` layer (None: a Dense
+# layer with ReLU).
+BLOG_MODELS = {"Dense-ReLU": None, "NAC": "NAC", "NALU": "NALU", "iNALU": "INALU"}
+# Ours: a NAU beside a product unit (the `keras_nalu` layer), then a NAU to
+# the outputs.
+PRODUCT_UNITS = {"NAU-NMU": "NMU", "NAU-NMRU": "NMRU"}
 MODELS = (*BLOG_MODELS, *PRODUCT_UNITS)
 # Their recipe: 20 product units (the task has up to 10 products or
 # quotients), initialized near 0 (each unit starts as a product of nothing,
@@ -91,17 +85,25 @@ def build_model(name, input_size, steps):
     """`MODELS[name]` from `input_size` inputs to the 10 outputs: one layer
     of the blog's models, or the NAU-NMU or NAU-NMRU of `steps` training
     steps."""
+    import keras
+
+    import keras_nalu
+    from keras_nalu import NAU
+
     if name in BLOG_MODELS:
-        return keras.Sequential(
-            [keras.Input((input_size,)), BLOG_MODELS[name](10)], name=name
+        layer = (
+            keras.layers.Dense(10, activation="relu")
+            if BLOG_MODELS[name] is None
+            else getattr(keras_nalu, BLOG_MODELS[name])(10)
         )
+        return keras.Sequential([keras.Input((input_size,)), layer], name=name)
     schedule = {
         "regularization_start": steps // 2,
         "regularization_end": steps * 3 // 4,
     }
     x = keras.Input((input_size,))
     sums = NAU(SUM_UNITS[name], **schedule)(x)
-    unit = PRODUCT_UNITS[name]
+    unit = getattr(keras_nalu, PRODUCT_UNITS[name])
     products = unit(NMU_UNITS, kernel_initializer=NMU_INITIALIZER, **schedule)(x)
     features = keras.layers.Concatenate()([sums, products])
     return keras.Model(x, NAU(10, **schedule)(features), name=name.lower())
@@ -115,6 +117,8 @@ def loss_kind(name, kind):
 def loss_of(name, kind, y_train):
     """The Keras loss `kind` ("mse", "normalized" or `None`: the model's
     default) of model `name`, normalized by the variances of `y_train`."""
+    from keras_nalu.losses import NormalizedMeanSquaredError
+
     if loss_kind(name, kind) == "normalized":
         return NormalizedMeanSquaredError(y_train.var(axis=0))
     return "mse"
@@ -137,6 +141,10 @@ TRAINING_ARGUMENTS = (
 def test_errors(x, y, kinds):
     """`Evaluation`: the test MSE, overall (`test_mse`) and of the outputs of
     each operation (`test_mse_<op>`)."""
+    import keras
+
+    from nalu_research.monitoring import Evaluation
+
     columns = {op: [k for k, o in enumerate(kinds) if o == op] for op in kinds}
 
     def evaluate(model):
@@ -210,13 +218,17 @@ class MysteryArithmeticExperiment(Experiment):
             f"{describe_range(task.train_range)}, test on {args.test_size} from "
             f"{describe_range(task.test_range)}; {args.epochs} epochs of batches "
             f"of {args.batch_size}, Adam lr {args.learning_rate:g}; Keras "
-            f"backend {keras.backend.backend()}.\n"
+            f"backend {args.backend}.\n"
         )
 
     def runs(self, args):
         return [(name,) for name in args.models]
 
     def train(self, args, run, session):
+        import keras
+
+        from nalu_research.tasks.batches import shuffled_epochs
+
         (name,) = run
         task, (x_train, y_train) = self.task, self.train_set
         x_test, y_test = self.test_set
@@ -346,6 +358,10 @@ def snapped_formulas(model, held_out, test, task):
     y)`, kept if no worse there), its formulas and the outputs whose MSE on
     the `test` pair is within 1% of the task's threshold; or why it was not
     kept."""
+    import keras
+
+    from keras_nalu import formulas, snap_weights
+
     try:
         snapped, _ = snap_weights(
             model, {"held-out": held_out}, rtol=NO_WORSE, search=True

@@ -39,13 +39,11 @@ of `TF_CONFIG` (`keras_nalu.training.fit`).
 
 import time
 
-import keras
 import numpy as np
 
 from nalu_research.arguments import Shared, check_eval_every, positive_int
 from nalu_research.experiment import Experiment
-from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell
-from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.monitoring import markdown_table
 from nalu_research.serving import Export
 from nalu_research.tasks.program_evaluation import (
     SPLITS,
@@ -79,6 +77,10 @@ TRAINING_ARGUMENTS = (
 
 
 def build_model(kind, size, steps, tied_weights=True):
+    import keras
+
+    from nalu_research.layers import FirstUnit, LSTMConfiguredNALUCell, UGRNNCell
+
     features = 1 + len(TOKENS)
     x = keras.Input((steps, features), name="program")
     if kind == "nalu":
@@ -92,30 +94,16 @@ def build_model(kind, size, steps, tied_weights=True):
     return keras.Model(x, y, name=kind)
 
 
-class Batches(keras.utils.PyDataset):
-    """`steps` fresh training batches; batch `i` is drawn from
-    `(seed, start + i)`, so consecutive slices of the stream (`start=0`, then
-    `start=steps`, ...) are the batches of one long stream."""
-
-    def __init__(self, generator, batch_size, steps, seed, start=0):
-        super().__init__()
-        self.generator, self.batch_size = generator, batch_size
-        self.steps, self.seed, self.start = steps, seed, start
-
-    def __len__(self):
-        return self.steps
-
-    def __getitem__(self, index):
-        seed = (self.seed, self.start + index)
-        return self.generator.sample(self.batch_size, "train", seed=seed)
-
-
 def predict(model, x):
+    import keras
+
     return keras.ops.convert_to_numpy(model(x, training=False))
 
 
 def digit_curves(data):
     """`Evaluation`: the digit accuracy on each split, as `<split>_digits`."""
+    from nalu_research.callbacks import Evaluation
+
     return Evaluation(
         lambda model: {
             f"{split}_digits": digit_accuracy(y, predict(model, x))
@@ -127,6 +115,8 @@ def digit_curves(data):
 def make_optimizer(args, steps):
     """Adam at `--learning-rate`, decayed to 1% of it over `steps` steps by
     `--schedule cosine`, with gradients clipped to `--clipnorm`."""
+    import keras
+
     learning_rate = args.learning_rate
     if args.schedule == "cosine":
         learning_rate = keras.optimizers.schedules.CosineDecay(
@@ -222,6 +212,10 @@ class ProgramEvaluationExperiment(Experiment):
         """Trains one model from its seed in epochs of `--eval-every` fresh
         batches (resumed from its checkpoint when it holds one); its row:
         the curves, the step of each of their points, the final accuracies."""
+        import keras
+
+        from nalu_research.tasks.batches import FreshBatches
+
         kind, seed = run
         name = MODELS[kind]
         print(f"{name}, seed {seed}:", flush=True)
@@ -230,7 +224,7 @@ class ProgramEvaluationExperiment(Experiment):
 
         def batches(epoch):  # the stream's steps of this epoch: resumable
             first = epoch * args.eval_every
-            return Batches(
+            return FreshBatches(
                 self.generator, args.batch_size, args.eval_every, seed, first
             )
 
@@ -277,6 +271,8 @@ class ProgramEvaluationExperiment(Experiment):
         )
 
     def report(self, args, rows):
+        import keras
+
         seconds = self.elapsed()
         print(
             f"\nDigits correct after {args.steps} steps, median over seeds "

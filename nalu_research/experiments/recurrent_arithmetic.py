@@ -31,23 +31,11 @@ on the local devices or on the hosts of `TF_CONFIG` (`keras_nalu.training.fit`).
 import math
 import time
 
-import keras
 import numpy as np
 
-from keras_nalu import (
-    NAC,
-    NALU,
-    NAU,
-    NMU,
-    NACCell,
-    NALUCell,
-    NAUCell,
-    RealNPU,
-    snap_weights,
-)
 from nalu_research.arguments import Shared
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.monitoring import markdown_table
 from nalu_research.runs import epoch_steps, stream_epochs
 from nalu_research.tasks import OPERATIONS, SYMBOLS, mean_squared_error, paper_scale
 from nalu_research.tasks.recurrent_arithmetic import (
@@ -56,39 +44,53 @@ from nalu_research.tasks.recurrent_arithmetic import (
 )
 
 HIDDEN = 2
+# `(name, recurrent(layers, nalu), readout(layers, nalu, steps))`, called with
+# `keras.layers` and `keras_nalu` (imported by `build`, not for --help).
 MODELS = {
     "lstm": (
         "LSTM",
-        lambda: keras.layers.LSTM(HIDDEN),
-        lambda steps: keras.layers.Dense(1),
+        lambda layers, nalu: layers.LSTM(HIDDEN),
+        lambda layers, nalu, steps: layers.Dense(1),
     ),
     "gru": (
         "GRU",
-        lambda: keras.layers.GRU(HIDDEN),
-        lambda steps: keras.layers.Dense(1),
+        lambda layers, nalu: layers.GRU(HIDDEN),
+        lambda layers, nalu, steps: layers.Dense(1),
     ),
     "rnn_tanh": (
         "RNN tanh",
-        lambda: keras.layers.SimpleRNN(HIDDEN),
-        lambda steps: keras.layers.Dense(1),
+        lambda layers, nalu: layers.SimpleRNN(HIDDEN),
+        lambda layers, nalu, steps: layers.Dense(1),
     ),
     "rnn_relu": (
         "RNN ReLU",
-        lambda: keras.layers.SimpleRNN(HIDDEN, activation="relu"),
-        lambda steps: keras.layers.Dense(1),
+        lambda layers, nalu: layers.SimpleRNN(HIDDEN, activation="relu"),
+        lambda layers, nalu, steps: layers.Dense(1),
     ),
-    "nac": ("NAC", lambda: keras.layers.RNN(NACCell(HIDDEN)), lambda steps: NAC(1)),
-    "nalu": ("NALU", lambda: keras.layers.RNN(NALUCell(HIDDEN)), lambda steps: NALU(1)),
-    "nau": ("NAU", lambda: keras.layers.RNN(_running_sums()), lambda steps: NAU(1)),
+    "nac": (
+        "NAC",
+        lambda layers, nalu: layers.RNN(nalu.NACCell(HIDDEN)),
+        lambda layers, nalu, steps: nalu.NAC(1),
+    ),
+    "nalu": (
+        "NALU",
+        lambda layers, nalu: layers.RNN(nalu.NALUCell(HIDDEN)),
+        lambda layers, nalu, steps: nalu.NALU(1),
+    ),
+    "nau": (
+        "NAU",
+        lambda layers, nalu: layers.RNN(_running_sums()),
+        lambda layers, nalu, steps: nalu.NAU(1),
+    ),
     "nau-nmu": (
         "NAU-NMU",
-        lambda: keras.layers.RNN(_running_sums(centered_gradient=True)),
-        lambda steps: NMU(1, **_schedule(steps)),
+        lambda layers, nalu: layers.RNN(_running_sums(centered_gradient=True)),
+        lambda layers, nalu, steps: nalu.NMU(1, **_schedule(steps)),
     ),
     "nau-realnpu": (
         "NAU-RealNPU",
-        lambda: keras.layers.RNN(_running_sums(centered_gradient=True)),
-        lambda steps: RealNPU(1, gated=False, **_schedule(steps)),
+        lambda layers, nalu: layers.RNN(_running_sums(centered_gradient=True)),
+        lambda layers, nalu, steps: nalu.RealNPU(1, gated=False, **_schedule(steps)),
     ),
 }
 # Ours beyond the NAU, trained only when named.
@@ -117,6 +119,8 @@ def _running_sums(centered_gradient=False):
     started at the identity (exact sums need state weights of exactly 1);
     under a product or a ratio, with the centered gradient, which tells
     the inputs of `a` and `b` apart (as on the static task)."""
+    from keras_nalu import NAUCell
+
     return NAUCell(HIDDEN, diagonal_state=True, centered_gradient=centered_gradient)
 
 
@@ -131,9 +135,15 @@ def _schedule(steps):
 def build(model, input_size, steps=None):
     """`MODELS[model]` for `input_size` inputs per step, its penalty (if any)
     scheduled over `steps` training steps."""
+    import keras
+
+    import keras_nalu
+
     _, recurrent, readout = MODELS[model]
+    layers = (keras.layers, keras_nalu)
     return keras.Sequential(
-        [keras.Input((None, input_size)), recurrent(), readout(steps)], name=model
+        [keras.Input((None, input_size)), recurrent(*layers), readout(*layers, steps)],
+        name=model,
     )
 
 
@@ -141,6 +151,8 @@ def paper_errors(test, random_model):
     """`Evaluation`: the errors on each split of `test` on the paper's scale
     (against `random_model`, the same architecture untrained), as
     `<split>_error`; infinite when the model's MSE is not finite."""
+    from nalu_research.callbacks import Evaluation
+
     random_mse = {
         split: mean_squared_error(y, predict(random_model, x))
         for split, (x, y) in test.items()
@@ -169,6 +181,8 @@ def snapped_errors(model, task, evaluation, seed):
     apart from the test sets), by `evaluation` (the run's `paper_errors`), or
     `{"snapped": False}` with the trained errors left as they are when it
     refuses."""
+    from keras_nalu import snap_weights
+
     checks = {
         split: task.sample(1000, split, seed=(seed, 10**9 + 2 + i))
         for i, split in enumerate(SPLITS)
@@ -248,6 +262,8 @@ class RecurrentArithmeticExperiment(Experiment):
     def train(self, args, run, session):
         """Trains one model from its seed; its paper-scale errors, their
         curves (`{split: [error after each epoch]}`) and seconds."""
+        import keras
+
         operation, model, seed = run
         print(f"{title(run)}:", flush=True)
         task = RecurrentArithmetic(operation, seed=seed)
@@ -310,6 +326,8 @@ class RecurrentArithmeticExperiment(Experiment):
         return {f"{split} error": fmt(row[split]) for split in SPLITS}
 
     def report(self, args, rows):
+        import keras
+
         header = ["op", *(MODELS[m][0] for m in args.models)]
         for index, split in enumerate(SPLITS):
             print(

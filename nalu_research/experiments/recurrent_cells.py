@@ -19,14 +19,12 @@ error is at most 1e-4.
         --json docs/units/recurrent-cells/recurrent_cells.json  # the page's
 """
 
-import keras
 import numpy as np
 
-from keras_nalu import NACCell, NALUCell, NAUCell
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table, spread_and_solved
 
-CELLS = {"NACCell": NACCell, "NALUCell": NALUCell, "NAUCell": NAUCell}
+CELLS = ("NACCell", "NALUCell", "NAUCell")  # classes of `keras_nalu`
 TASKS = ("sum", "count", "product")
 # A running product as a running sum of logarithms: `exp(NAUCell(log x))`.
 # The product task's fourth row: every cell's state starts at 0, where a
@@ -36,16 +34,22 @@ LOG_SPACE = "exp(NAUCell(log x))"
 
 def build_model(name):
     """`keras.layers.RNN(CELL(1))` for a name of `CELLS`, or `LOG_SPACE`."""
+    import keras
+
+    import keras_nalu
+
     if name == LOG_SPACE:
         return keras.Sequential(
             [
                 keras.Input((None, 1)),
                 keras.layers.Lambda(keras.ops.log),
-                keras.layers.RNN(NAUCell(1)),
+                keras.layers.RNN(keras_nalu.NAUCell(1)),
                 keras.layers.Lambda(keras.ops.exp),
             ]
         )
-    return keras.Sequential([keras.Input((None, 1)), keras.layers.RNN(CELLS[name](1))])
+    return keras.Sequential(
+        [keras.Input((None, 1)), keras.layers.RNN(getattr(keras_nalu, name)(1))]
+    )
 
 
 TRAIN_LENGTH = 10
@@ -72,6 +76,8 @@ def sample(task, n, length, seed):
 
 
 def relative_error(model, x, y):
+    import keras
+
     y_hat = keras.ops.convert_to_numpy(model(x, training=False)).astype("float64")
     return float(np.mean(np.abs(y_hat - y)) / np.mean(np.abs(y)))
 

@@ -25,10 +25,8 @@ import json
 import tempfile
 from pathlib import Path
 
-import keras
 import numpy as np
 
-from keras_nalu import NAC, NALU, NALUCell, export_saved_model
 from nalu_research.arguments import positive_int
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
@@ -94,6 +92,10 @@ class ServingBenchmark(Experiment):
 
 def export_models(folder, seed=0):
     """Exports the six models into `folder`; returns their names."""
+    import keras
+
+    from keras_nalu import NAC, NALU, NALUCell, export_saved_model
+
     keras.utils.set_random_seed(seed)
     models = {
         "nalu": keras.Sequential([keras.Input((100,)), NALU(2), NALU(1)]),

@@ -32,13 +32,11 @@ checkpoint beside it (`--png`).
 
 import time
 
-import keras
 import numpy as np
 
-from keras_nalu import NALU
 from nalu_research.arguments import RUN_OPTIONS, Shared, positive_int
 from nalu_research.experiment import Experiment
-from nalu_research.monitoring import Evaluation, markdown_table
+from nalu_research.monitoring import markdown_table
 from nalu_research.runs import epoch_steps, steps_per_execution, stream_epochs
 from nalu_research.serving import Export
 from nalu_research.tasks import (
@@ -62,6 +60,10 @@ METRICS = tuple(f"{split}_{what}" for split in SPLITS for what in ("error", "mse
 
 def build_models(input_size):
     """The two architectures of the static task, each with hidden size 2."""
+    import keras
+
+    from keras_nalu import NALU
+
     return {
         "ReLU6 MLP": lambda: keras.Sequential(
             [
@@ -94,6 +96,8 @@ IGNORED = (
 
 def split_mse(model, test_sets):
     """`{split: MSE of model on that test set}`."""
+    import keras
+
     return {
         split: mean_squared_error(
             y, keras.ops.convert_to_numpy(model(x, training=False))
@@ -189,6 +193,10 @@ class StaticArithmeticExperiment(Experiment):
         ]
 
     def train(self, args, run, session):
+        import keras
+
+        from nalu_research.callbacks import Evaluation
+
         name, seed = run
         key, build = TABLE_KEYS[name], self.builds[name]
         if name not in self.random_mse:

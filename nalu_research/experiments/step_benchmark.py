@@ -12,7 +12,7 @@ same loss, optimizer, batches and steps per compiled call):
   every step of a `fit` call in one compiled call;
 - program evaluation: the LSTM-configured recurrent NALU
   (`program_evaluation.build_model`, size 32, 5 time steps), batches of 64
-  fresh programs from its `Batches` PyDataset, one step per call.
+  fresh programs from a `FreshBatches` PyDataset, one step per call.
 
 And the seed-batched engine (`nalu_research.seed_batched`, which
 `units_benchmark` runs): NALU-NALU on a*b, batches of 128 of 100 inputs,
@@ -114,6 +114,7 @@ def _number_words(steps):
 
 def _program_evaluation(steps):
     from nalu_research.experiments import program_evaluation
+    from nalu_research.tasks.batches import FreshBatches
     from nalu_research.tasks.program_evaluation import ProgramEvaluation
 
     args = program_evaluation.ProgramEvaluationExperiment().parse_args([])
@@ -124,10 +125,7 @@ def _program_evaluation(steps):
     model.compile(
         optimizer=program_evaluation.make_optimizer(args, args.steps), loss=args.loss
     )
-    batches = program_evaluation.Batches(
-        generator, args.batch_size, steps, seed=args.seed + 1
-    )
-    return model, batches
+    return model, FreshBatches(generator, args.batch_size, steps, seed=args.seed + 1)
 
 
 def _engine(runs):

@@ -47,25 +47,16 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_nalu.training import remove_checkpoint
 from nalu_research.arguments import (
     Shared,
     argument_type,
     learning_rate,
     positive_float,
 )
-from nalu_research.engine_model import (
-    LAYERS,
-    MODELS,
-    configured_unit,
-    unit_class,
-    unit_kinds,
-)
+from nalu_research.engine_model import MODELS
 from nalu_research.experiment import Experiment
 from nalu_research.monitoring import markdown_table
-from nalu_research.recipe import Recipe
 from nalu_research.runs import gather_json, worker_index
-from nalu_research.seed_batched import StaticBenchmark
 from nalu_research.tasks import (
     MADSEN_JOHANSEN_SOLVED_BY,
     PAPER_TABLE_1,
@@ -124,6 +115,8 @@ def task_arguments(args):
 def display_name(model):
     """The model's name in tables: `NAMES`, or its units' class names (its
     name, for a unit of a module not imported: `--from-json`)."""
+    from nalu_research.engine_model import unit_class, unit_kinds
+
     if model in NAMES:
         return NAMES[model]
     try:
@@ -201,6 +194,8 @@ def check_models(parser, args):
     """Checks `--models` and `--layer-option` (after `--import`): each model
     one of the engine's, each layer option's kind a unit, and each layer
     built with its options (the layer checks its arguments)."""
+    from nalu_research.engine_model import configured_unit, unit_class, unit_kinds
+
     for model in args.models or ():
         try:
             unit_kinds(model)
@@ -208,6 +203,8 @@ def check_models(parser, args):
             parser.error(f"argument --models: {error}")
     for kind in args.layer_options or {}:
         if unit_class(kind) is None:
+            from nalu_research.engine_model import LAYERS  # imports Keras
+
             parser.error(
                 f"--layer-option: unknown layer kind {kind!r}, expected one of "
                 f"{', '.join(LAYERS)} or a registered 'package>Name' (a unit "
@@ -570,6 +567,9 @@ class UnitsBenchmark(Experiment):
     def train(self, args, run, session):
         """All the runs of one model, every target x seed of this worker, in
         one program; returns every worker's runs of the model."""
+        from nalu_research.recipe import Recipe
+        from nalu_research.seed_batched import StaticBenchmark
+
         (model,) = run
         recipe = Recipe(
             learning_rate=learning_rate(args.learning_rate, args.learning_rate_drop),
@@ -647,6 +647,8 @@ class UnitsBenchmark(Experiment):
     def finish(self, args, rows):
         """Another worker's checkpoints (the chief's skeleton removes its
         own): each worker wrote its own share."""
+        from keras_nalu.training import remove_checkpoint
+
         if not self.session.chief and not args.keep_checkpoint:
             for folder in self.folders:
                 remove_checkpoint(folder)

@@ -1,15 +1,15 @@
 """The actor-critic agents of the grid world (Trask et al. 2018, Section 4.5,
 Figure 5) and how they learn.
 
-Three agents (`AGENTS`), one Keras model each (`agent_model`): a convnet over
-the 56x56 frame, the instruction T concatenated to its features, an LSTM
-core, and policy and value heads. The NAC agent's core is
-`nalu_research.layers.InstructedLSTMCell` with `nac_units`: T also passes
-through the package's `NAC`, whose output goes back into the LSTM. The
-counter agent (ours, not the paper's) has `counter_units` instead: a
-diagonal `NAUCell` over `[1, T, h]` whose state weights start at exactly 1,
-so that it can count the steps exactly, read by the LSTM. The environment
-is `nalu_research.tasks.grid_world`.
+Three agents (`nalu_research.experiments.grid_world.AGENTS`), one Keras
+model each (`agent_model`): a convnet over the 56x56 frame, the instruction
+T concatenated to its features, an LSTM core, and policy and value heads.
+The NAC agent's core is `nalu_research.layers.InstructedLSTMCell` with
+`nac_units`: T also passes through the package's `NAC`, whose output goes
+back into the LSTM. The counter agent (ours, not the paper's) has
+`counter_units` instead: a diagonal `NAUCell` over `[1, T, h]` whose state
+weights start at exactly 1, so that it can count the steps exactly, read by
+the LSTM. The environment is `nalu_research.tasks.grid_world`.
 
 **What is built: a synchronous advantage actor-critic (A2C), not the paper's
 A3C.** A3C runs asynchronous workers; on one machine their synchronous
@@ -32,14 +32,6 @@ from nalu_research.tasks import grid_world
 
 _register = keras.saving.register_keras_serializable(package="nalu_research")
 
-# name: (label, the core's units beside its LSTM: `InstructedLSTMCell`'s
-# arguments). The exact counter is not in the paper: a diagonal NAUCell whose
-# state weights start at 1 and whose constant input can reach exactly 1.
-AGENTS = {
-    "a2c": ("A2C", {}),
-    "a2c_nac": ("A2C + NAC", {"nac_units": 4}),
-    "a2c_counter": ("A2C + exact counter", {"counter_units": 2}),
-}
 CORE_UNITS = 64
 GAMMA, LAMBDA = 1.0, 0.95
 

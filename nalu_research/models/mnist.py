@@ -13,16 +13,16 @@ Example:
 >>> model, encoder, head = mnist.sequence_model("nac", "count", (8, 8, 1))
 >>> model.output.shape  # 10 counts, after any number of images
 (None, 10)
+
+Importing it imports no Keras (its names give the image experiments' options
+before Keras is imported); the functions that build models do.
 """
 
 import dataclasses
 import numbers
 
-import keras
 import numpy as np
 
-from keras_nalu import validation
-from nalu_research.layers import ImageSequenceEncoder
 from nalu_research.tasks.mnist import NUM_CLASSES, output_size
 
 # What the per-image encoder hands the recurrent part: its dense ReLU features,
@@ -106,6 +106,8 @@ RECURRENT_MODELS = {
 
 def encoder_design(encoder):
     """The `EncoderDesign` that `encoder` (a name of `ENCODERS`) names."""
+    from keras_nalu import validation
+
     validation.one_of("encoder", encoder, tuple(ENCODERS))
     return ENCODERS[encoder]
 
@@ -121,6 +123,8 @@ def dropout_rates(dropout, encoder=DEFAULT_ENCODER):
     >>> dropout_rates(True, "pytorch_2018")
     (0.5, 0.5)
     """
+    from keras_nalu import validation
+
     if isinstance(dropout, (bool, np.bool_)):
         return encoder_design(encoder).dropout if dropout else (0.0, 0.0)
     try:
@@ -153,7 +157,9 @@ def dropout_rate(name, value):
         or not isinstance(value, numbers.Real)
         or not 0 <= value < 1
     ):
-        raise validation.invalid(name, "a rate in [0, 1)", value)
+        from keras_nalu.validation import invalid
+
+        raise invalid(name, "a rate in [0, 1)", value)
     return float(value)
 
 
@@ -178,6 +184,10 @@ def digit_encoder(
     a dense layer of 10 and a log-softmax (the encoder still gets no label:
     only the task's targets train it).
     """
+    import keras
+
+    from keras_nalu import validation
+
     design = encoder_design(encoder)
     after_pooling, after_dense = dropout_rates(dropout, encoder)
     validation.one_of("output", output, ENCODER_OUTPUTS)
@@ -230,6 +240,9 @@ def recurrent_head(kind, task, features=128, hidden=32):
     whose state is the output itself (10 counts, or the sum), with
     no readout, so a running count can extend to any length.
     """
+    import keras
+
+    from keras_nalu import validation
     from keras_nalu.layers import NACCell, NALUCell, NAUCell
     from keras_nalu.regularizers import Sparsity
 
@@ -279,6 +292,11 @@ def sequence_model(
     `convnet` (the encoder) and `head` are its two parts, sharing its weights, so that
     `head(encoder(images))` gives the same outputs from images embedded once.
     """
+    import keras
+
+    from keras_nalu import validation
+    from nalu_research.layers import ImageSequenceEncoder
+
     validation.one_of("encoder_output", encoder_output, ENCODER_OUTPUTS)
     convnet = digit_encoder(image_shape, features, dropout, encoder_output, encoder)
     size = convnet.compute_output_shape((None,) + tuple(image_shape))[-1]
@@ -296,6 +314,9 @@ def parity_model(variant, canvas_shape, features=128, filters=(32, 64, 64)):
     then the last layer `ConstrainedDense(2, **ABLATION_VARIANTS[variant])`
     into a softmax over the two parities.
     """
+    import keras
+
+    from keras_nalu import validation
     from keras_nalu.layers import ConstrainedDense
 
     validation.one_of("variant", variant, tuple(ABLATION_VARIANTS))

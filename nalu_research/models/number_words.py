@@ -37,46 +37,34 @@ from nalu_research.layers import (
     SummedStates,
 )
 from nalu_research.side_by_side import output_name, seeded
-from nalu_research.tasks.number_words import (
+from nalu_research.tasks.number_words import (  # noqa: F401 (its names)
     LARGEST,
     MAX_LENGTH,
+    MODELS,
+    READOUT_KINDS,
+    TARGETS,
+    TOKEN_VALUES,
     VOCABULARY,
+    model_name,
     number_to_words,
 )
 
-MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
+
+# How the NAC or NALU reads the LSTM (`--readout`, the kinds of each:
+# `READOUT_KINDS`): each readout's layer (or layer factory) per kind.
+def _readout(readout, kind):
+    if readout == "recurrent":
+        cell = {"nac": NACCell, "nalu": NALUCell}[kind]
+        return lambda units: keras.layers.RNN(cell(units), return_sequences=True)
+    if readout == "configured":
+        return LSTMConfiguredNALUCell
+    return {"nac": NAC, "nalu": NALU}[kind]
 
 
-def model_name(kind, readout):
-    """The name of a model's rows: `MODELS[kind]`, or with the pair readout,
-    which has no LSTM, "NALU over word pairs" (the paper's row beside it is
-    still `MODELS[kind]`'s)."""
-    if kind != "lstm" and readout == "pairs":
-        return f"{kind.upper()} over word pairs"
-    return MODELS[kind]
-
-
-# How the NAC or NALU reads the LSTM (`--readout`; the module's docstring
-# says what each is): the kinds each readout has.
 READOUTS = {
-    "step": {"nac": NAC, "nalu": NALU},
-    "recurrent": {
-        "nac": lambda units: keras.layers.RNN(NACCell(units), return_sequences=True),
-        "nalu": lambda units: keras.layers.RNN(NALUCell(units), return_sequences=True),
-    },
-    "two-layer": {"nac": NAC, "nalu": NALU},
-    "configured": {"nalu": LSTMConfiguredNALUCell},
-    "pairs": {"nac": NAC, "nalu": NALU},
+    readout: {kind: _readout(readout, kind) for kind in kinds}
+    for readout, kinds in READOUT_KINDS.items()
 }
-# What the loss reads (`--targets`): the last token's prediction against the
-# number, or every token's against the value of the words read so far.
-TARGETS = ("last", "prefix")
-# How the configured readout's number per token is parameterized
-# (`--token-values`): "log", `exp` of an embedding of width 1, so that Adam
-# moves each number by about a fixed factor per step (1 to 100 in about 500
-# steps at lr 0.01); "linear", the embedding itself, moved by about the
-# learning rate per step (1 to 100 in about 10,000 steps).
-TOKEN_VALUES = ("log", "linear")
 
 
 def build_branch(

@@ -1,8 +1,7 @@
 """Tables of docs/experiments/grid-world.md, from `grid_world.json` (A2C and
 A2C + NAC) and `grid_world_counter.json` (the counter, beside them)."""
 
-from nalu_research.experiments.grid_world import reward_cell
-from nalu_research.models.grid_world import AGENTS
+from nalu_research.experiments.grid_world import AGENTS, reward_cell
 from nalu_research.monitoring import markdown_table
 from nalu_research.records import record
 

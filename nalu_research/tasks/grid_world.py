@@ -40,8 +40,6 @@ The paper leaves these choices open; this environment makes them:
 import gymnasium as gym
 import numpy as np
 
-from keras_nalu import validation
-
 ENV_ID = "nalu_research/GridWorldTime-v0"
 SIZE = 5  # cells per side
 CELL = 8  # pixels per cell; the frame is (SIZE + 2) * CELL = 56 pixels square
@@ -87,6 +85,8 @@ class GridWorldTime(gym.Env):
     def __init__(
         self, instructions=TRAINING_INSTRUCTIONS, time_out=TIME_OUT, render_mode=None
     ):
+        from keras_nalu import validation
+
         self.instructions = _instruction_range(instructions)
         self.time_out = validation.positive_int("time_out", time_out)
         if render_mode not in (None, *self.metadata["render_modes"]):

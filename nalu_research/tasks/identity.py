@@ -27,36 +27,28 @@ Example:
 (40, 1)
 """
 
-import keras
 import numpy as np
-from keras import ops
 
-from keras_nalu import validation
-from keras_nalu.layers.nac import NAC
 from nalu_research import paper
-from nalu_research.layers import CReLU, leaky_relu, threshold
 
 TRAIN_RANGE = (-5.0, 5.0)
 FIGURE_RANGE = (-20.0, 20.0)
 TABLE_RANGE = (-1000, 1000)  # integers, both ends included
 
 
-# Element-wise activations, in the order of the paper's Table 5.
+# The element-wise activations, in the order of the paper's Table 5: each a
+# function of `keras.activations`, or of `nalu_research.layers` for the two
+# whose PyTorch values Keras's differ from (`_PYTORCH`), by its name there.
+# fmt: off
 _ELEMENTWISE = {
-    "Hardtanh": keras.activations.hard_tanh,
-    "ReLU6": keras.activations.relu6,
-    "Softsign": keras.activations.softsign,
-    "Tanh": keras.activations.tanh,
-    "Sigmoid": keras.activations.sigmoid,
-    "Threshold": threshold,
-    "SELU": keras.activations.selu,
-    "ELU": keras.activations.elu,
-    "Softshrink": keras.activations.soft_shrink,
-    "ReLU": keras.activations.relu,
-    "LeakyReLU": leaky_relu,
-    "Tanhshrink": keras.activations.tanh_shrink,
-    "Softplus": keras.activations.softplus,
+    "Hardtanh": "hard_tanh", "ReLU6": "relu6", "Softsign": "softsign",
+    "Tanh": "tanh", "Sigmoid": "sigmoid", "Threshold": "threshold",
+    "SELU": "selu", "ELU": "elu", "Softshrink": "soft_shrink", "ReLU": "relu",
+    "LeakyReLU": "leaky_relu", "Tanhshrink": "tanh_shrink",
+    "Softplus": "softplus",
 }
+# fmt: on
+_PYTORCH = ("Threshold", "LeakyReLU")
 
 # Every activation of the paper's Table 5 (in its order), then CReLU.
 ACTIVATIONS = (*_ELEMENTWISE, "PReLU", "None", "CReLU")
@@ -86,6 +78,11 @@ def identity_model(name, hidden=8, depth=3):
     Returns:
         An uncompiled `keras.Sequential` from shape `(batch, 1)` to `(batch, 1)`.
     """
+    import keras
+
+    from keras_nalu import NAC, validation
+    from nalu_research import layers as ours
+
     if name not in MODELS:
         raise ValueError(
             f"Received an invalid value for `name`, expected one of {MODELS}. "
@@ -93,12 +90,16 @@ def identity_model(name, hidden=8, depth=3):
         )
     hidden = validation.positive_int("hidden", hidden)
     depth = validation.positive_int("depth", depth)
+    activation = None
+    if name in _ELEMENTWISE:
+        functions = ours if name in _PYTORCH else keras.activations
+        activation = getattr(functions, _ELEMENTWISE[name])
     layers = [keras.Input((1,), name="x")]
     if name == "NAC":
         layers += [NAC(hidden) for _ in range(depth)] + [NAC(1)]
     else:
         for _ in range(depth):
-            layers.append(keras.layers.Dense(hidden, activation=_ELEMENTWISE.get(name)))
+            layers.append(keras.layers.Dense(hidden, activation=activation))
             if name == "PReLU":
                 layers.append(
                     keras.layers.PReLU(
@@ -107,7 +108,7 @@ def identity_model(name, hidden=8, depth=3):
                     )
                 )
             elif name == "CReLU":
-                layers.append(CReLU())
+                layers.append(ours.CReLU())
         layers.append(keras.layers.Dense(1))
     return keras.Sequential(layers, name=f"identity_{name.lower()}")
 
@@ -120,6 +121,8 @@ def identity_batches(steps, batch_size=128, seed=0, value_range=TRAIN_RANGE):
     `model.fit(x, y, batch_size=batch_size, shuffle=False)`: one epoch is
     `steps` steps, each on examples no other step sees.
     """
+    from keras_nalu import validation
+
     steps = validation.positive_int("steps", steps)
     batch_size = validation.positive_int("batch_size", batch_size)
     low, high = value_range
@@ -130,6 +133,8 @@ def identity_batches(steps, batch_size=128, seed=0, value_range=TRAIN_RANGE):
 
 def figure_inputs(points=401, value_range=FIGURE_RANGE):
     """The inputs of Figure 1: `points` evenly spaced values, shape `(points, 1)`."""
+    from keras_nalu import validation
+
     points = validation.positive_int("points", points)
     return np.linspace(*value_range, points, dtype=np.float32)[:, None]
 
@@ -142,5 +147,7 @@ def table_inputs(value_range=TABLE_RANGE):
 
 def absolute_errors(model, x):
     """`|model(x) - x|` for inputs `x` of shape `(n, 1)`, as float64 `(n,)`."""
+    from keras import ops
+
     prediction = ops.convert_to_numpy(model(x, training=False))
     return np.abs(prediction.astype(np.float64) - np.asarray(x, np.float64))[:, 0]

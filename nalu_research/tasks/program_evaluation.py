@@ -34,8 +34,6 @@ as a digit.
 
 import numpy as np
 
-from keras_nalu import validation
-
 # fmt: off
 TOKENS = (
     "SET", "ADD", "SUB", "IF_LT", "IF_GT",
@@ -144,12 +142,16 @@ class ProgramEvaluation:
     """
 
     def __init__(self, task="program"):
+        from keras_nalu import validation
+
         self.task = validation.one_of("task", task, TASKS)
         self.steps = 2 if task == "addition" else 5
 
     def programs(self, n, split="train", seed=None):
         """`n` programs `(tokens, values)`: a list of token tuples and an
         int64 array of values `(n, steps)`, integers of the split's range."""
+        from keras_nalu import validation
+
         validation.one_of("split", split, tuple(SPLITS))
         n = validation.positive_int("n", n)
         rng = np.random.default_rng(seed)

@@ -2,13 +2,8 @@
 
 import numpy as np
 
-from keras_nalu import validation
 from nalu_research import paper
-from nalu_research.tasks.static_arithmetic import (
-    SPLITS,
-    FreshBatches,
-    StaticArithmetic,
-)
+from nalu_research.tasks.static_arithmetic import SPLITS, StaticArithmetic
 
 # Table 1 of the paper (recurrent task), on its scale: (interpolation,
 # extrapolation); `inf` stands for the paper's ">999".
@@ -47,6 +42,8 @@ class RecurrentArithmetic:
         extrapolation_length=1000,
         seed=0,
     ):
+        from keras_nalu import validation
+
         self.static = StaticArithmetic(
             operation,
             input_size=input_size,
@@ -71,6 +68,8 @@ class RecurrentArithmetic:
 
     def sample(self, n, split="train", seed=None):
         """`n` sequences `(x, y)` of a split, float32, reproducible by `seed`."""
+        from keras_nalu import validation
+
         validation.one_of("split", split, SPLITS)
         n = validation.positive_int("n", n)
         steps = (
@@ -90,4 +89,6 @@ class RecurrentArithmetic:
         chunks (`start=0`, then `start=steps`, ...) sees the batches of one
         long run. Pass it to `model.fit(..., shuffle=False)`.
         """
+        from nalu_research.tasks.batches import FreshBatches
+
         return FreshBatches(self, batch_size, steps, seed, start)

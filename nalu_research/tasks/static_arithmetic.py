@@ -1,21 +1,16 @@
-"""The static arithmetic task of Trask et al. (2018), Section 4.1, Appendix B."""
+"""The static arithmetic task of Trask et al. (2018), Section 4.1, Appendix B.
+
+Its targets are expressions that SymPy parses (`parse_target`,
+`nalu_research.tasks.targets`), imported on the first parse: importing this
+module imports neither SymPy nor Keras.
+"""
 
 import functools
 import itertools
 import numbers
 
-import keras
 import numpy as np
-import sympy
-from keras import ops
-from sympy.parsing.sympy_parser import (
-    convert_xor,
-    parse_expr,
-    standard_transformations,
-)
-from sympy.printing.lambdarepr import LambdaPrinter
 
-from keras_nalu import validation
 from nalu_research import paper
 
 # The paper's operations, each a target of the one mechanism (`Target`): an
@@ -36,104 +31,11 @@ SYMBOLS = {
 }
 # fmt: on
 
-_A, _B = sympy.symbols("a b")
-# The functions a target may apply, as SymPy parses them and as the graph
-# computes them (`keras.ops`). `sqrt` is `x ** 0.5`, the graph's square root
-# before targets were expressions, so that a run's batches are those of
-# earlier versions to the bit.
-_FUNCTIONS = {
-    "sqrt": (sympy.sqrt, lambda x: x**0.5),
-    "exp": (sympy.exp, ops.exp),
-    "log": (sympy.log, ops.log),
-    "Abs": (sympy.Abs, ops.abs),
-    "sin": (sympy.sin, ops.sin),
-    "cos": (sympy.cos, ops.cos),
-    "tanh": (sympy.tanh, ops.tanh),
-}
-_CONSTANTS = {"pi": (sympy.pi, float(sympy.pi)), "E": (sympy.E, float(sympy.E))}
-# What the text of a target may name: a, b, the functions and constants, and
-# the classes SymPy's parser writes numbers and names with. No Python
-# builtins: `parse_expr` evaluates the text as Python.
-# fmt: off
-_NAMES = {
-    **{name: sympy_name for name, (sympy_name, _) in _FUNCTIONS.items()},
-    **{name: sympy_name for name, (sympy_name, _) in _CONSTANTS.items()},
-    "abs": sympy.Abs,
-    **{name: getattr(sympy, name)
-       for name in ("Integer", "Float", "Rational", "Symbol", "Function")},
-    "__builtins__": {},
-}
-# fmt: on
-_KERAS = {
-    **{name: keras_fn for name, (_, keras_fn) in _FUNCTIONS.items()},
-    **{name: value for name, (_, value) in _CONSTANTS.items()},
-}
-
-
-class _KerasPrinter(LambdaPrinter):
-    """SymPy's printer of lambdified Python, with a square written `(x*x)`:
-    the graph's square before targets were expressions (eager TensorFlow's
-    `x**2` rounds otherwise)."""
-
-    def _print_Pow(self, expr, rational=False):
-        if expr.exp == 2:
-            base = self.parenthesize(expr.base, 100)  # always in brackets
-            return f"({base}*{base})"
-        return super()._print_Pow(expr, rational=rational)
-
-
-_EXPECTED = (
-    f"a name of {tuple(TARGETS)} or an expression of the inputs a and b "
-    "(e.g. '2*a - b', 'a**2*b', 'sqrt(a)/b')"
-)
-
-
-class Target:
-    """A target of the static task: an expression of the sums `a` and `b`.
-
-    Built by `parse_target`, which parses the text with SymPy once per text.
-
-    Attributes:
-        name: The target's name in records and tables: the key of `TARGETS`
-            when the expression is one of the paper's operations (`"a * b"`
-            is `"mul"`), else SymPy's text of the expression (`"2*a - b"`).
-        symbol: How tables write it: `SYMBOLS`' `"a*b"`, or the expression.
-        expression: The SymPy expression, of the symbols `a` and `b`.
-    """
-
-    def __init__(self, name, expression):
-        self.name = name
-        self.expression = expression
-        self.symbol = SYMBOLS.get(name, name)
-        arguments = (_A, _B)
-        self._numpy = sympy.lambdify(arguments, expression, modules="numpy")
-        self._keras = sympy.lambdify(
-            arguments, expression, modules=[_KERAS], printer=_KerasPrinter
-        )
-
-    def numpy(self, a, b):
-        """The target of NumPy arrays `a` and `b`, of their shape (float64 in,
-        float64 out): for test sets and thresholds."""
-        value = np.asarray(self._numpy(a, b))
-        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
-        return value if value.shape == shape else np.broadcast_to(value, shape).copy()
-
-    def keras(self, a, b):
-        """The target of tensors `a` and `b` (`keras.ops`, in the compiled
-        graph), of `a`'s shape and dtype."""
-        value = self._keras(a, b)
-        if not hasattr(value, "shape") or tuple(value.shape) != tuple(a.shape):
-            value = ops.broadcast_to(ops.cast(value, a.dtype), ops.shape(a))
-        return value
-
-    def __repr__(self):
-        return f"Target({self.name!r})"
-
 
 def parse_target(value, name="target"):
-    """The `Target` of `value`: a key of `TARGETS` (`"mul"`), an expression
-    of the inputs `a` and `b` (`"2*a - b"`, written as Python, `^` read as a
-    power), or a `Target`.
+    """The `Target` (`nalu_research.tasks.targets`) of `value`: a key of
+    `TARGETS` (`"mul"`), an expression of the inputs `a` and `b` (`"2*a -
+    b"`, written as Python, `^` read as a power), or a `Target`.
 
     The expression may apply `sqrt`, `exp`, `log`, `abs`, `sin`, `cos` and
     `tanh`, and use `pi` and `E`. It is parsed by SymPy's `parse_expr`,
@@ -155,66 +57,17 @@ def parse_target(value, name="target"):
     >>> parse_target("a * b").name
     'mul'
     """
-    if isinstance(value, Target):
-        return value
-    if not isinstance(value, str):
-        raise validation.invalid(name, _EXPECTED, value)
-    try:
-        return _parsed(value)
-    except validation.InvalidValueError as error:  # `_parsed`'s words
-        raise validation.invalid(name, error.expected, value) from None
+    from nalu_research.tasks.targets import parse  # SymPy: on first use
+
+    return parse(value, name)
 
 
-@functools.cache
-def _parsed(text):
-    text = TARGETS.get(text, text)
-    try:
-        expression = _sympy(text)
-    except Exception as error:  # SymPy raises what Python's eval raises
-        raise validation.invalid(
-            "target", f"{_EXPECTED}; it does not parse ({error})", text
-        ) from None
-    if not isinstance(expression, sympy.Expr):
-        raise validation.invalid(
-            "target", f"{_EXPECTED}; it is a {type(expression).__name__}", text
-        )
-    unknown = sorted(str(s) for s in expression.free_symbols - {_A, _B})
-    if unknown:
-        raise validation.invalid(
-            "target",
-            f"an expression of the inputs a and b only; it uses {', '.join(unknown)}",
-            text,
-        )
-    functions = sorted(
-        {type(f).__name__ for f in expression.atoms(sympy.Function)} - set(_FUNCTIONS)
-    )
-    if functions:
-        raise validation.invalid(
-            "target",
-            "an expression whose functions are sqrt, exp, log, abs, sin, cos "
-            f"and tanh; it applies {', '.join(functions)}",
-            text,
-        )
-    builtin = next(
-        (key for key, known in _BUILTIN.items() if known == expression), None
-    )
-    return Target(builtin or str(expression), expression)
+def _operation(key, a, b):
+    return parse_target(key).numpy(a, b)
 
 
-def _sympy(text):
-    return parse_expr(
-        text,
-        local_dict={"a": _A, "b": _B},
-        global_dict=dict(_NAMES),
-        transformations=(*standard_transformations, convert_xor),
-    )
-
-
-# The paper's operations as SymPy expressions, to name an expression that is
-# one of them by its key.
-_BUILTIN = {key: _sympy(text) for key, text in TARGETS.items()}
-# Each paper's operation as a function of NumPy arrays.
-OPERATIONS = {key: parse_target(key).numpy for key in TARGETS}
+# Each paper's operation as a function of NumPy arrays (parsed on first use).
+OPERATIONS = {key: functools.partial(_operation, key) for key in TARGETS}
 
 SPLITS = ("train", "interpolation", "extrapolation")
 
@@ -304,6 +157,8 @@ class StaticArithmetic:
         extrapolation_range=(2.0, 6.0),
         seed=0,
     ):
+        from keras_nalu import validation
+
         self.target = parse_target(operation, "operation")
         self.operation = self.target.name
         self.input_size = validation.positive_int("input_size", input_size)
@@ -344,6 +199,8 @@ class StaticArithmetic:
         "train" and "interpolation" draw from `interpolation_range`,
         "extrapolation" from `extrapolation_range`.
         """
+        from keras_nalu import validation
+
         validation.one_of("split", split, SPLITS)
         n = validation.positive_int("n", n)
         value_range = (
@@ -364,24 +221,9 @@ class StaticArithmetic:
         Pass it to `model.fit(..., shuffle=False)`: by default Keras shuffles
         the order of a dataset's batches with Python's global `random`.
         """
+        from nalu_research.tasks.batches import FreshBatches
+
         return FreshBatches(self, batch_size, steps, seed, start)
-
-
-class FreshBatches(keras.utils.PyDataset):
-    def __init__(self, task, batch_size, steps, seed, start=0):
-        super().__init__()
-        self.task = task
-        self.batch_size = validation.positive_int("batch_size", batch_size)
-        self.steps = validation.positive_int("steps", steps)
-        self.seed = seed
-        self.start = validation.non_negative_int("start", start)
-
-    def __len__(self):
-        return self.steps
-
-    def __getitem__(self, index):
-        seed = (self.seed, self.start + index)
-        return self.task.sample(self.batch_size, "train", seed=seed)
 
 
 def _fraction(name, value, low=None):
@@ -451,3 +293,11 @@ def draw_uniform(rng, value_range, size):
     u = rng.uniform(0.0, ends[-1], size=size)
     which = np.minimum(np.searchsorted(ends, u, side="right"), len(ends) - 1)
     return lows[which] + u - (ends[which] - (highs - lows)[which])
+
+
+def __getattr__(name):
+    if name == "FreshBatches":  # a Keras PyDataset: on first use
+        from nalu_research.tasks.batches import FreshBatches
+
+        return FreshBatches
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,11 +7,7 @@ import dataclasses
 import math
 import warnings
 
-import keras
 import numpy as np
-
-from keras_nalu import NAU, expressions, snap_weights
-from nalu_research.layers import ScaledPower
 
 # The largest |log C| of a formula: C stays within float64's range.
 LARGEST_LOG = 700.0
@@ -106,6 +102,11 @@ class Formula:
     def model(self):
         """The formula as units: `ScaledPower` over `[x, NAU(ScaledPower(x))]`
         (only the outer unit for a product of powers), in float64."""
+        import keras
+
+        from keras_nalu import NAU
+        from nalu_research.layers import ScaledPower
+
         d = len(self.a)
         x = keras.Input((d,), dtype="float64")
         # The weights are set after the layers are built: a `Constant`
@@ -141,6 +142,8 @@ def read(formula, names, x_held_out, y_held_out):
     """The formula as units, snapped and written: `(expression, snapped)`,
     the SymPy expression `keras_nalu.expressions` reads off the model after
     `keras_nalu.snap_weights` (the model as it is where that refuses it)."""
+    from keras_nalu import expressions, snap_weights
+
     model = formula.model()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # no penalty schedule here

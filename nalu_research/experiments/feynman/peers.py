@@ -13,7 +13,6 @@ for the extrapolation error only.
 import time
 import warnings
 
-import keras
 import numpy as np
 
 GPLEARN_FUNCTIONS = ("add", "sub", "mul", "div", "sqrt")
@@ -89,6 +88,8 @@ def dense_peer(seeds_data, seed):
     """The ReLU network of every seed, side by side: its predictions on each
     seed's extrapolation points, `(N, seeds)`. `seeds_data` holds each
     seed's `(x, y, x_far, y_far)`."""
+    import keras
+
     keras.utils.set_random_seed(seed)
     # (N, seeds, D), (N, seeds), and the far points (N_far, seeds, D).
     x, y, far = (np.stack([s[k] for s in seeds_data], axis=1) for k in range(3))

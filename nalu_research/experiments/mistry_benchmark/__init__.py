@@ -55,7 +55,6 @@ from nalu_research.experiments.mistry_benchmark.tables import (  # noqa: F401
     successes,
     tables,
 )
-from nalu_research.seed_batched import StaticBenchmark
 from nalu_research.tasks import mistry_threshold
 from nalu_research.tasks.static_arithmetic import MISTRY_RANGES, TWO_INPUTS_TASK
 
@@ -71,6 +70,8 @@ def operations(key, args):
 def benchmark(key, args):
     """The `StaticBenchmark` of the recipe `key` on its `operations`, the
     arguments' ranges and seeds, judged at the first `--epsilon`."""
+    from nalu_research.seed_batched import StaticBenchmark
+
     epsilon = args.epsilon[0]
     return StaticBenchmark(
         RECIPES[key].model,

@@ -4,8 +4,6 @@ their sparsity error."""
 
 import numpy as np
 
-from keras_nalu import INALU, validation
-
 # Their sparsity error reads the weights W (their tags ending in
 # `W/sparsity_error`, `W_real/...`, `W_im/...`): ours by these names.
 SPARSE_WEIGHTS = ("kernel", "mul_kernel", "imaginary_kernel")
@@ -17,6 +15,8 @@ def their_sparsity(bench):
     and imaginary, the iNALU's additive and multiplicative kernels; not the
     gates), the largest of them, but the iNALU's the mean of its two paths
     (their `sparsity_error` tags and reader)."""
+    from keras_nalu import INALU
+
     effective = bench.effective_weights()
     errors = []
     for name in SPARSE_WEIGHTS:
@@ -102,6 +102,8 @@ class InaluProtocol:
         gate_threshold=1.0,
         reinitialize=True,
     ):
+        from keras_nalu import validation
+
         self.iterations = validation.positive_int("iterations", iterations)
         self.eval_every = validation.positive_int("eval_every", eval_every)
         self.interval = validation.positive_int("interval", interval)

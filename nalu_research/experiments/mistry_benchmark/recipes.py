@@ -28,15 +28,22 @@ NPU_L1 = {
 
 @dataclasses.dataclass(frozen=True)
 class Unit:
-    """A unit of the benchmark: its engine model, name, how it trains and
-    what that is (`description`: where it differs from theirs), and whether
-    their iNALU protocol runs beside it (`InaluProtocol`)."""
+    """A unit of the benchmark: its engine model, name, how it trains (the
+    settings of its `recipe`) and what that is (`description`: where it
+    differs from theirs), and whether their iNALU protocol runs beside it
+    (`InaluProtocol`)."""
 
     model: str
     name: str
-    recipe: Recipe
+    settings: dict
     description: str
     inalu_protocol: bool = False
+
+    @property
+    def recipe(self):
+        """Its `Recipe`, made when asked for (a `Recipe` checks its settings
+        with Keras, which importing the benchmark does not import)."""
+        return Recipe(**self.settings)
 
     def to_json(self, operations):
         """What a record keeps of it: its name, model, description and
@@ -53,14 +60,24 @@ class Unit:
 def nac_range(fan_in=2, fan_out=1):
     """Their NAC's initial range `r` (stable_nalu `nac_w_optimal_r`): `W_hat`
     and `M_hat` ~ U[-r, r] with `max(fan_in + fan_out, 5)` times the variance
-    of `tanh(W_hat) * sigmoid(M_hat)` equal to 2, found by bisection."""
-    from scipy.optimize import bisect
+    of `tanh(W_hat) * sigmoid(M_hat)` equal to 2, found by bisection on
+    [1e-6, 10] (the steps and tolerances of `scipy.optimize.bisect`, without
+    its import's time at start-up)."""
 
     def variance(r):
         return (1 - np.tanh(r) / r) * (r - np.tanh(r / 2)) / (2 * r)
 
     fan = max(fan_in + fan_out, 5)
-    return float(bisect(lambda r: fan * variance(r) - 2, 1e-6, 10))
+    low, step = 1e-6, 10 - 1e-6
+    below = fan * variance(low) - 2
+    while True:
+        step /= 2
+        middle = low + step
+        value = fan * variance(middle) - 2
+        if value * below >= 0:
+            low = middle
+        if value == 0 or step < 2e-12 + 4 * np.finfo(float).eps * middle:
+            return float(middle)
 
 
 def _uniform(r):
@@ -73,7 +90,7 @@ def _normal(mean):
 
 def _theirs(**settings):
     """Their optimizer: Adam with PyTorch's epsilon, 1e-3 unless set."""
-    return Recipe(adam_epsilon=ADAM_EPSILON, **settings)
+    return {"adam_epsilon": ADAM_EPSILON, **settings}
 
 
 def recipes():

@@ -27,8 +27,6 @@ import threading
 import time
 from pathlib import Path
 
-from scipy.stats import fisher_exact
-
 from nalu_research.arguments import Shared, positive_int
 from nalu_research.experiment import Experiment
 from nalu_research.experiments.mistry_benchmark import RANGES, _label, runs_of
@@ -193,6 +191,8 @@ def compare(ours_record, theirs_record, epsilon=1e-5):
     `runs`: rows with unit, operation, range and success per epsilon label,
     one per run (theirs) or one per cell with a list per seed (ours,
     `mistry_benchmark.cells`). Returns the rows."""
+    from scipy.stats import fisher_exact
+
     label = _label(epsilon)
 
     def counts(record):

@@ -52,8 +52,6 @@ the local devices or on the hosts of `TF_CONFIG`.
 
 import time
 
-import keras
-
 from nalu_research.arguments import (
     RUN_OPTIONS,
     Shared,
@@ -83,7 +81,6 @@ from nalu_research.image_arguments import (
     load_splits,
 )
 from nalu_research.models import mnist as models
-from nalu_research.monitoring import Evaluation
 from nalu_research.runs import quiet_tensorflow_logger, resumed_total, stream_epochs
 from nalu_research.serving import Export
 from nalu_research.tasks import mnist
@@ -236,7 +233,7 @@ class MnistCountingExperiment(Experiment):
         print_table(args, results_of(rows), mnist.DATASET_NAMES[args.dataset])
         print(
             f"\nTrained and evaluated in {self.wall:.0f} s on the "
-            f"{keras.backend.backend()} backend."
+            f"{args.backend} backend."
         )
 
     def record(self, args, rows):
@@ -305,6 +302,10 @@ def fit_model(kind, args, train_data, test_data, session):
     steps, each checkpointed (`session.fit`) and followed by the test
     metrics on `test_data` (`epoch_metrics`); returns
     `(training.fit result, encoder, head)`."""
+    import keras
+
+    from nalu_research.monitoring import Evaluation
+
     train_images, train_labels = train_data
     parts = {}
 

@@ -4,7 +4,6 @@ epoch (`epoch_metrics`, with `--diagnostics` on training images too), how it
 reads each digit alone (`digit_readings`), and its cell's state weights, as
 trained and snapped (`state_weights`, `evaluate_state_snapped`)."""
 
-import keras
 import numpy as np
 
 from nalu_research.runs import epoch_steps, mean_over_steps
@@ -181,6 +180,8 @@ def training_diagnostics(args, parts, train_images, train_labels):
     `--train-length` of them with the encoder in inference mode
     (`train_length_N_mse`) and in training mode, its dropout on
     (`train_length_N_mse_dropout`, what the training loss measures)."""
+    import keras
+
     encoder, head = parts["encoder"], parts["head"]
     first = slice(DIAGNOSTIC_IMAGES)
     single = evaluate(
@@ -221,6 +222,8 @@ SNAPPED_STATE = "recurrent_kernel"
 
 def recurrent_cell(head):
     """The cell of a head's `keras.layers.RNN`."""
+    import keras
+
     (cell,) = [
         layer.cell for layer in head.layers if isinstance(layer, keras.layers.RNN)
     ]
@@ -231,6 +234,8 @@ def state_weights(head):
     """The `state_weights` of a head's `NACCell` or `NAUCell` (each unit's
     weight on its own state: a running count or sum is exact over any length
     only where they are exactly 1), as a list; None for the other heads."""
+    import keras
+
     cell = recurrent_cell(head)
     if not hasattr(cell, "state_weights"):
         return None
@@ -244,6 +249,8 @@ def evaluate_state_snapped(args, encoder, head, test_data):
     exactly over any length) and its input weights as trained; None for a
     cell whose state weights do not snap apart (the NACCell's are rows of its
     one kernel; the LSTM has none). The head's weights are put back after."""
+    import keras
+
     cell = recurrent_cell(head)
     if SNAPPED_STATE not in getattr(cell, "exact_values", {}):
         return None

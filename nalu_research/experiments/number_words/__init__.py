@@ -33,7 +33,6 @@ mirrored|multi-worker` trains on the local devices or the hosts of `TF_CONFIG`.
 import itertools
 import time
 
-import keras
 import numpy as np
 
 from nalu_research import side_by_side
@@ -47,23 +46,14 @@ from nalu_research.arguments import (
 from nalu_research.arguments import learning_rate as scheduled
 from nalu_research.experiment import Experiment, Session
 from nalu_research.experiments.number_words import report
-from nalu_research.layers import LastToken
-from nalu_research.models.number_words import (
-    MODELS,
-    READOUTS,
-    TARGETS,
-    TOKEN_VALUES,
-    KeepBest,
-    build_side_by_side,
-    metric,
-    model_name,
-    per_token_loss,
-    text_model,
-)
 from nalu_research.runs import steps_per_execution
 from nalu_research.serving import Export
 from nalu_research.tasks.number_words import (
+    MODELS,
     PAPER_FIGURE_3,
+    READOUT_KINDS,
+    TARGETS,
+    TOKEN_VALUES,
     NumberWords,
     served_check,
     served_phrases,
@@ -71,6 +61,8 @@ from nalu_research.tasks.number_words import (
 
 
 def mae(model, ids, y):
+    import keras
+
     prediction = keras.ops.convert_to_numpy(model(ids, training=False))
     return float(np.mean(np.abs(prediction.astype(np.float64) - y)))
 
@@ -100,6 +92,10 @@ def evaluated(args):
 def seed_errors(seeds, data, splits=("validation",)):
     """`Evaluation`: each seed's MAE on `splits` (`metric`),
     from one call of the side-by-side model (one output per seed)."""
+    import keras
+
+    from nalu_research.layers import LastToken
+    from nalu_research.models.number_words import metric
 
     def error(output, ids, y):
         if len(output.shape) == 2:  # every token's (`--targets prefix`)
@@ -133,7 +129,16 @@ def train_config(
     non-finite loss of any seed stops them all there (`errors["diverged"]`
     says where); each keeps its best weights.
     """
+    import keras
     import tensorflow as tf
+
+    from nalu_research.models.number_words import (
+        KeepBest,
+        build_side_by_side,
+        metric,
+        model_name,
+        per_token_loss,
+    )
 
     session = session or Session(args)
     keep = KeepBest(seeds, args.eval_every)
@@ -252,7 +257,7 @@ class NumberWordsExperiment(Experiment):
         parser.add_argument(
             "--readout",
             default="step",
-            choices=list(READOUTS),
+            choices=list(READOUT_KINDS),
             help="how the NAC or NALU reads the LSTM: 'step', on each step's "
             "output; 'recurrent', as a recurrent cell with its previous "
             "prediction as one more input (stable-nalu's reading); 'two-layer', "
@@ -310,12 +315,12 @@ class NumberWordsExperiment(Experiment):
                 f"are the embedding's; got --embedding-size {args.embedding_size}"
             )
         if args.models is None:
-            args.models = ["lstm", *READOUTS[args.readout]]
+            args.models = ["lstm", *READOUT_KINDS[args.readout]]
         for key in args.models:
-            if key != "lstm" and key not in READOUTS[args.readout]:
+            if key != "lstm" and key not in READOUT_KINDS[args.readout]:
                 parser.error(
                     f"--models {key} has no --readout {args.readout}: it reads "
-                    f"{', '.join(READOUTS[args.readout])} only"
+                    f"{', '.join(READOUT_KINDS[args.readout])} only"
                 )
 
     def prepare(self, args, session):
@@ -333,6 +338,8 @@ class NumberWordsExperiment(Experiment):
     def train(self, args, run, session):
         """Trains a configuration's seeds side by side (`train_config`); its
         row: each seed's errors."""
+        from nalu_research.models.number_words import model_name
+
         key, size, rate = run
         name = model_name(key, args.readout)
         print(f"{name}, size {size}, lr {rate:g}, seeds {self.seeds}:", flush=True)
@@ -374,6 +381,10 @@ class NumberWordsExperiment(Experiment):
         )
 
     def report(self, args, rows):
+        import keras
+
+        from nalu_research.models.number_words import model_name
+
         seconds = self.elapsed()
         # Each model's configuration of the lowest median validation MAE over
         # the seeds, and the best run of them all.
@@ -401,6 +412,10 @@ class NumberWordsExperiment(Experiment):
     def exports(self, args, rows):
         """The best model as a SavedModel of strings (`text_model`), served
         on `SERVED_PHRASES` and the `served_phrases` test phrases."""
+        import keras
+
+        from nalu_research.models.number_words import text_model
+
         if keras.backend.backend() != "tensorflow":
             print(
                 f"No SavedModel export on the {keras.backend.backend()} backend: "

@@ -5,10 +5,8 @@ number_words`), the test MAE apart on the phrases after lone words
 (`print_lone_word_errors`), Figure 3 (`figure_3`), the served model's check
 (`print_served_check`) and the figure (`plot`)."""
 
-import keras
 import numpy as np
 
-from nalu_research.models.number_words import MODELS, model_name
 from nalu_research.monitoring import markdown_table
 from nalu_research.tasks.number_words import (
     INVALID_PHRASES,
@@ -71,6 +69,8 @@ def table_3_row(name, size, rate, runs, paper):
 def print_table_3(args, chosen):
     """Prints Table 3: the `chosen` configurations' median MAE over the
     seeds, the paper's beside them."""
+    from nalu_research.models.number_words import MODELS, model_name
+
     print(
         "\nTable 3: mean absolute error, median over seeds of the configuration "
         "with the lowest median validation MAE (paper's values in brackets)\n"
@@ -114,6 +114,8 @@ def figure_3(steps_model, model):
     """Prints the Figure 3 view of `steps_model` (named `model`), the
     prediction after each token of the paper's queries, the paper's NALU
     below; returns `{query: predictions}`."""
+    import keras
+
     print(
         f"\nFigure 3: prediction after each token, from the best model by "
         f"validation MAE ({model}); the paper's NALU below each.\n"
